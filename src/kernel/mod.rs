@@ -1,0 +1,1 @@
+//! What GPU code is really installed: fatbin / cubin / ELF inventory and loadability.

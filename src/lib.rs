@@ -1,0 +1,9 @@
+//! gatefix: find, audit and safely open GPU architecture gates in Python inference stacks.
+//!
+//! The pipeline (see `docs/design.md`): `site` finds the site-packages tree and its
+//! distributions, `scan` walks and prefilters files and parses the hits, `gate` recognises gate
+//! forms and resolves them into predicates, `report` prints them. `kernel` knows which GPU code
+//! is really installed.
+
+pub mod arch;
+pub mod kernel;
