@@ -6,4 +6,11 @@
 //! is really installed.
 
 pub mod arch;
+pub mod cli;
+pub mod error;
+pub mod gate;
 pub mod kernel;
+pub mod report;
+pub mod rules;
+pub mod scan;
+pub mod site;

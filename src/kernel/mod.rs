@@ -1,1 +1,31 @@
 //! What GPU code is really installed: fatbin / cubin / ELF inventory and loadability.
+//!
+//! Python-level arch gates can only be judged against the device code a package ships, so
+//! this module reads it from the bytes, headers only, without CUDA or a GPU. The byte layout
+//! and the loadability rules follow the shared research note `docs/fatbin.md` (§3–§5).
+//! Parsing never panics on hostile input: every read is bounds-checked (`bytes`), and one
+//! bad file yields an error for that file only.
+
+mod bytes;
+mod cubin;
+mod elf;
+mod error;
+mod fatbin;
+mod host;
+mod inventory;
+pub mod load;
+mod model;
+mod parse;
+mod ptx;
+
+pub use error::{FileError, ParseError};
+pub use fatbin::{MAGIC as FATBIN_MAGIC, MAX_CONTAINERS, MAX_ENTRIES};
+pub use inventory::{inventory_file, inventory_path, is_candidate_name};
+pub use load::{
+    ContainerCoverage, Coverage, CoverageCounts, FileCoverage, Load, container_coverage, coverage,
+    coverage_by_folder, entry_load, image_load,
+};
+pub use model::{
+    Compression, Container, Entry, EntryKind, FileInventory, FileKind, Location, PtxIsa,
+};
+pub use parse::{Format, Parsed, parse_bytes, parse_bytes_lenient, sniff};

@@ -1,0 +1,116 @@
+//! The site's Python modules by dotted name, parsed and lowered at most once, on demand.
+//! Files the prefilter selected are lowered up front; the rest (an `__init__.py` that only
+//! re-exports, say) are lowered the first time name resolution needs them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use super::ir::{ModuleIr, SharedModule};
+use super::lower::{lower_module, parse};
+use super::tokens::Tokens;
+
+pub struct ModuleFile {
+    pub path: PathBuf,
+    pub is_package: bool,
+    cell: OnceLock<Option<SharedModule>>,
+}
+
+pub struct ModuleIndex {
+    root: PathBuf,
+    modules: HashMap<String, ModuleFile>,
+    tokens: Tokens,
+}
+
+/// `a/b/c.py` is `a.b.c`; `a/b/__init__.py` is the package `a.b`.
+pub fn module_name(relative: &Path) -> Option<(String, bool)> {
+    let text = relative.to_str()?;
+    let stem = text.strip_suffix(".py")?;
+    let parts: Vec<&str> = stem.split(['/', '\\']).collect();
+    match parts.split_last() {
+        Some((&"__init__", package)) if !package.is_empty() => Some((package.join("."), true)),
+        Some(_) => Some((parts.join("."), false)),
+        None => None,
+    }
+}
+
+impl ModuleIndex {
+    /// `files` are paths relative to `root`.
+    pub fn new(root: &Path, files: &[PathBuf], tokens: Tokens) -> ModuleIndex {
+        let mut modules = HashMap::new();
+        for file in files {
+            if let Some((name, is_package)) = module_name(file) {
+                modules.insert(
+                    name,
+                    ModuleFile {
+                        path: file.clone(),
+                        is_package,
+                        cell: OnceLock::new(),
+                    },
+                );
+            }
+        }
+        ModuleIndex {
+            root: root.to_path_buf(),
+            modules,
+            tokens,
+        }
+    }
+
+    pub fn file(&self, module: &str) -> Option<&ModuleFile> {
+        self.modules.get(module)
+    }
+
+    /// Whether the dotted name is a module or package in the site.
+    pub fn is_module(&self, module: &str) -> bool {
+        self.modules.contains_key(module)
+    }
+
+    /// Stores a module lowered by the scan.
+    pub fn preload(&self, module: &str, ir: ModuleIr) -> Option<SharedModule> {
+        let file = self.modules.get(module)?;
+        let shared = Arc::new(ir);
+        let _ = file.cell.set(Some(shared.clone()));
+        file.cell.get().cloned().flatten()
+    }
+
+    /// The lowered module, parsing it now if nobody has.
+    pub fn get(&self, module: &str) -> Option<SharedModule> {
+        let file = self.modules.get(module)?;
+        file.cell
+            .get_or_init(|| {
+                let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
+                let tree = parse(&bytes)?;
+                Some(Arc::new(lower_module(
+                    &bytes,
+                    &tree,
+                    module,
+                    file.is_package,
+                    &self.tokens,
+                )))
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_from_paths() {
+        assert_eq!(
+            module_name(Path::new("sglang/srt/utils/common.py")),
+            Some(("sglang.srt.utils.common".into(), false))
+        );
+        assert_eq!(
+            module_name(Path::new("sglang/srt/utils/__init__.py")),
+            Some(("sglang.srt.utils".into(), true))
+        );
+        assert_eq!(
+            module_name(Path::new("six.py")),
+            Some(("six".into(), false))
+        );
+        assert_eq!(module_name(Path::new("x.so")), None);
+    }
+}

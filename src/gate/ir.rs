@@ -1,0 +1,314 @@
+//! A small, owned Python IR: just enough of each module to resolve gates after the
+//! tree-sitter trees are dropped. Holding trees for thousands of files would cost gigabytes;
+//! this keeps the expressions and simple statements that resolution reads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A Python expression, lowered. Anything gatefix does not model is `Other` with its source.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Name(String),
+    Attr(Box<Expr>, String),
+    Call {
+        func: Box<Expr>,
+        args: Vec<Expr>,
+        kwargs: Vec<(String, Expr)>,
+    },
+    Subscript(Box<Expr>, Box<Expr>),
+    Slice,
+    Int(i64),
+    Str(String),
+    Bool(bool),
+    NoneLit,
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Set(Vec<Expr>),
+    Dict(Vec<(Expr, Expr)>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Not(Box<Expr>),
+    Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
+    BinOp(BinOp, Box<Expr>, Box<Expr>),
+    IfExp {
+        test: Box<Expr>,
+        body: Box<Expr>,
+        orelse: Box<Expr>,
+    },
+    /// Source text of something not modelled (lambda, f-string, comprehension ...).
+    Other(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+    Is,
+    IsNot,
+}
+
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::In => "in",
+            CmpOp::NotIn => "not in",
+            CmpOp::Is => "is",
+            CmpOp::IsNot => "is not",
+        }
+    }
+
+    /// The operator with its operands swapped (`3 < x` is `x > 3`); `None` for membership.
+    pub fn flipped(self) -> Option<CmpOp> {
+        Some(match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            CmpOp::Eq | CmpOp::Ne | CmpOp::Is | CmpOp::IsNot => self,
+            CmpOp::In | CmpOp::NotIn => return None,
+        })
+    }
+
+    pub fn holds<T: PartialOrd>(self, lhs: &T, rhs: &T) -> bool {
+        match self {
+            CmpOp::Eq | CmpOp::Is => lhs == rhs,
+            CmpOp::Ne | CmpOp::IsNot => lhs != rhs,
+            CmpOp::Lt => lhs < rhs,
+            CmpOp::Le => lhs <= rhs,
+            CmpOp::Gt => lhs > rhs,
+            CmpOp::Ge => lhs >= rhs,
+            CmpOp::In | CmpOp::NotIn => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    FloorDiv,
+    Mod,
+    Other,
+}
+
+/// A simple statement inside a function body, in source order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    Return(Option<Expr>),
+    If {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    Assign {
+        targets: Vec<Target>,
+        value: Expr,
+    },
+    /// A statement gatefix does not model; `returns` says whether a `return` hides inside,
+    /// which makes the function's value unknowable.
+    Opaque {
+        returns: bool,
+    },
+}
+
+/// An assignment target: a name, or a tuple of names (`major, minor = ...`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    Name(String),
+    Tuple(Vec<Option<String>>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub default: Option<Expr>,
+    pub annotation: Option<String>,
+}
+
+/// A function or method. `body` is `None` when the function was too large to keep
+/// (it is then opaque to inference, which is said in the unknown reason).
+#[derive(Debug, Clone)]
+pub struct FunctionIr {
+    pub qualname: String,
+    pub line: u32,
+    pub params: Vec<Param>,
+    pub decorators: Vec<Expr>,
+    pub body: Option<Vec<Stmt>>,
+    /// Whether the body mentions any architecture token at all.
+    pub archy: bool,
+}
+
+/// Where an imported local name points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Import {
+    /// `import a.b as c` binds `c` to module `a.b`; `import a.b` binds `a` to module `a`.
+    Module(String),
+    /// `from a.b import c as d` binds `d` to member `c` of module `a.b`.
+    Member(String, String),
+}
+
+/// What kind of decision site a gate was found at; it decides the gate's form when the
+/// syntax says more than the atoms do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteKind {
+    Test,
+    Assert,
+    ModuleFlag,
+    LocalFlag,
+    Return,
+    ValueSelect,
+    JitArchList,
+    Decorator,
+    MinCapability,
+}
+
+/// A candidate decision site; resolution decides whether it is a gate.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub kind: SiteKind,
+    pub start: (u32, u32),
+    pub end: (u32, u32),
+    pub byte: usize,
+    pub function: Option<usize>,
+    pub text: String,
+    pub expr: Expr,
+}
+
+/// A local assignment inside a function, visible to sites after `byte`.
+#[derive(Debug, Clone)]
+pub struct LocalAssign {
+    pub byte: usize,
+    pub target: Target,
+    pub value: Expr,
+}
+
+/// Everything resolution needs from one Python file.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleIr {
+    pub module: String,
+    pub is_package: bool,
+    pub imports: HashMap<String, Import>,
+    pub star_imports: Vec<String>,
+    /// Module-level assignments: the last unconditional value of each name.
+    pub assigns: HashMap<String, Expr>,
+    pub functions: Vec<FunctionIr>,
+    pub function_index: HashMap<String, usize>,
+    /// Classes whose bases include `NamedTuple`: calling them builds a tuple.
+    pub named_tuples: Vec<String>,
+    pub locals: HashMap<usize, Vec<LocalAssign>>,
+    pub sites: Vec<Site>,
+    pub parse_errors: Vec<(u32, u32)>,
+}
+
+impl ModuleIr {
+    pub fn function(&self, qualname: &str) -> Option<&FunctionIr> {
+        self.function_index
+            .get(qualname)
+            .map(|&index| &self.functions[index])
+    }
+}
+
+pub type SharedModule = Arc<ModuleIr>;
+
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn list(f: &mut std::fmt::Formatter<'_>, items: &[Expr]) -> std::fmt::Result {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{item}")?;
+            }
+            Ok(())
+        }
+        match self {
+            Expr::Name(n) => f.write_str(n),
+            Expr::Attr(obj, attr) => write!(f, "{obj}.{attr}"),
+            Expr::Call { func, args, kwargs } => {
+                write!(f, "{func}(")?;
+                list(f, args)?;
+                for (i, (k, v)) in kwargs.iter().enumerate() {
+                    if i > 0 || !args.is_empty() {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}={v}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Subscript(value, index) => write!(f, "{value}[{index}]"),
+            Expr::Slice => f.write_str(":"),
+            Expr::Int(n) => write!(f, "{n}"),
+            Expr::Str(s) => write!(f, "{s:?}"),
+            Expr::Bool(true) => f.write_str("True"),
+            Expr::Bool(false) => f.write_str("False"),
+            Expr::NoneLit => f.write_str("None"),
+            Expr::Tuple(items) => {
+                f.write_str("(")?;
+                list(f, items)?;
+                f.write_str(if items.len() == 1 { ",)" } else { ")" })
+            }
+            Expr::List(items) => {
+                f.write_str("[")?;
+                list(f, items)?;
+                f.write_str("]")
+            }
+            Expr::Set(items) => {
+                f.write_str("{")?;
+                list(f, items)?;
+                f.write_str("}")
+            }
+            Expr::Dict(_) => f.write_str("{...}"),
+            Expr::And(parts) | Expr::Or(parts) => {
+                let sep = if matches!(self, Expr::And(_)) {
+                    " and "
+                } else {
+                    " or "
+                };
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(sep)?;
+                    }
+                    match part {
+                        Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => write!(f, "({part})")?,
+                        _ => write!(f, "{part}")?,
+                    }
+                }
+                Ok(())
+            }
+            Expr::Not(inner) => write!(f, "not {inner}"),
+            Expr::Compare(first, rest) => {
+                write!(f, "{first}")?;
+                for (op, rhs) in rest {
+                    write!(f, " {} {rhs}", op.symbol())?;
+                }
+                Ok(())
+            }
+            Expr::BinOp(op, l, r) => {
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    BinOp::FloorDiv => "//",
+                    BinOp::Mod => "%",
+                    BinOp::Other => "?",
+                };
+                write!(f, "{l} {sym} {r}")
+            }
+            Expr::IfExp { test, body, orelse } => write!(f, "{body} if {test} else {orelse}"),
+            Expr::Other(text) => f.write_str(text),
+        }
+    }
+}

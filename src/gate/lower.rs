@@ -1,0 +1,988 @@
+//! Lowering a tree-sitter-python tree into the module IR: imports, module-level assignments,
+//! functions, local assignments, and the candidate decision sites that may be gates.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use super::ir::*;
+use super::tokens::Tokens;
+
+/// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
+const MAX_HELPER_BODY_BYTES: usize = 6_000;
+/// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
+const MAX_EXPR_DEPTH: usize = 48;
+
+pub struct Lowerer<'a> {
+    src: &'a [u8],
+    tokens: &'a Tokens,
+    ir: ModuleIr,
+    /// Stack of enclosing function indices.
+    functions: Vec<usize>,
+    classes: Vec<String>,
+    /// Names bound (so far, anywhere in this file) to something that mentions an arch token:
+    /// a site that uses one is a candidate even without a token of its own.
+    archy_names: HashSet<String>,
+}
+
+/// Lowers one parsed file.
+pub fn lower_module(
+    src: &[u8],
+    tree: &Tree,
+    module: &str,
+    is_package: bool,
+    tokens: &Tokens,
+) -> ModuleIr {
+    let mut lowerer = Lowerer {
+        src,
+        tokens,
+        ir: ModuleIr {
+            module: module.to_string(),
+            is_package,
+            ..ModuleIr::default()
+        },
+        functions: Vec::new(),
+        classes: Vec::new(),
+        archy_names: HashSet::new(),
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        collect_errors(root, &mut lowerer.ir.parse_errors);
+    }
+    lowerer.block(root);
+    lowerer.ir
+}
+
+fn collect_errors(node: Node, out: &mut Vec<(u32, u32)>) {
+    if out.len() >= 20 {
+        return;
+    }
+    if node.is_error() || node.is_missing() {
+        let p = node.start_position();
+        out.push((p.row as u32 + 1, p.column as u32 + 1));
+        return;
+    }
+    if node.has_error() {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            collect_errors(child, out);
+        }
+    }
+}
+
+impl<'a> Lowerer<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        std::str::from_utf8(&self.src[node.byte_range()]).unwrap_or("")
+    }
+
+    fn owned_text(&self, node: Node) -> String {
+        String::from_utf8_lossy(&self.src[node.byte_range()]).into_owned()
+    }
+
+    fn archy(&self, node: Node) -> bool {
+        self.tokens.hit(&self.src[node.byte_range()])
+    }
+
+    /// Arch tokens in the text, or a use of a name already known to be arch-dependent.
+    fn archy_or_derived(&self, node: Node) -> bool {
+        self.archy(node) || (!self.archy_names.is_empty() && self.uses_archy_name(node))
+    }
+
+    fn uses_archy_name(&self, node: Node) -> bool {
+        if node.kind() == "identifier" {
+            return self.archy_names.contains(self.text(node));
+        }
+        let mut cursor = node.walk();
+        node.named_children(&mut cursor)
+            .any(|child| child.kind() != "attribute" && self.uses_archy_name(child))
+            || (node.kind() == "attribute"
+                && node
+                    .child_by_field_name("object")
+                    .is_some_and(|o| self.uses_archy_name(o)))
+    }
+
+    fn at_module_level(&self) -> bool {
+        self.functions.is_empty() && self.classes.is_empty()
+    }
+
+    /// Visits the statements of a block (module, function body, if body ...).
+    fn block(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.statement(child);
+        }
+    }
+
+    fn statement(&mut self, node: Node) {
+        match node.kind() {
+            "import_statement" => self.import(node),
+            "import_from_statement" => self.import_from(node),
+            "future_import_statement" => {}
+            "expression_statement" => self.expression_statement(node),
+            "if_statement" => self.if_statement(node),
+            "while_statement" => {
+                if let Some(cond) = node.child_by_field_name("condition") {
+                    self.site(SiteKind::Test, cond);
+                    self.scan_expression(cond);
+                }
+                self.visit_bodies(node);
+            }
+            "assert_statement" => {
+                if let Some(cond) = node.named_child(0) {
+                    self.site(SiteKind::Assert, cond);
+                    self.scan_expression(cond);
+                }
+            }
+            "return_statement" => self.return_statement(node),
+            "function_definition" => self.function(node, Vec::new()),
+            "decorated_definition" => self.decorated(node),
+            "class_definition" => self.class(node),
+            "ERROR" => self.block(node),
+            _ => self.visit_bodies(node),
+        }
+    }
+
+    /// Descends into nested blocks of compound statements (try, with, for, match ...).
+    fn visit_bodies(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "block" => self.block(child),
+                "except_clause"
+                | "else_clause"
+                | "finally_clause"
+                | "except_group_clause"
+                | "case_clause" => self.visit_bodies(child),
+                "elif_clause" => self.elif(child),
+                kind if kind.ends_with("_statement") || kind == "decorated_definition" => {
+                    self.statement(child)
+                }
+                _ => self.scan_expression(child),
+            }
+        }
+    }
+
+    fn if_statement(&mut self, node: Node) {
+        if let Some(cond) = node.child_by_field_name("condition") {
+            self.site(SiteKind::Test, cond);
+            self.scan_expression(cond);
+        }
+        self.visit_bodies(node);
+    }
+
+    fn elif(&mut self, node: Node) {
+        if let Some(cond) = node.child_by_field_name("condition") {
+            self.site(SiteKind::Test, cond);
+            self.scan_expression(cond);
+        }
+        self.visit_bodies(node);
+    }
+
+    fn return_statement(&mut self, node: Node) {
+        let Some(value) = node.named_child(0) else {
+            return;
+        };
+        if let Some(&function) = self.functions.last() {
+            let is_min_cap = self.ir.functions[function]
+                .qualname
+                .ends_with("get_min_capability");
+            let kind = if is_min_cap && value.kind() == "integer" {
+                SiteKind::MinCapability
+            } else {
+                SiteKind::Return
+            };
+            if value.kind() != "conditional_expression" {
+                self.site(kind, value);
+            }
+        }
+        self.scan_expression(value);
+    }
+
+    fn expression_statement(&mut self, node: Node) {
+        let Some(expr) = node.named_child(0) else {
+            return;
+        };
+        if expr.kind() != "assignment" {
+            self.scan_expression(expr);
+            return;
+        }
+        // `a = b = value` nests assignments on the right.
+        let mut targets = Vec::new();
+        let mut current = expr;
+        let value = loop {
+            if let Some(left) = current.child_by_field_name("left") {
+                targets.push(left);
+            }
+            match current.child_by_field_name("right") {
+                Some(right) if right.kind() == "assignment" => current = right,
+                Some(right) => break Some(right),
+                None => break None,
+            }
+        };
+        let Some(value) = value else {
+            return;
+        };
+        self.assignment(&targets, value);
+        self.scan_expression(value);
+    }
+
+    fn assignment(&mut self, targets: &[Node], value: Node) {
+        let lowered_targets: Vec<Target> = targets.iter().filter_map(|t| self.target(*t)).collect();
+        if lowered_targets.is_empty() {
+            return;
+        }
+        let lowered = self.expr(value, 0);
+        if self.archy_or_derived(value) {
+            for target in &lowered_targets {
+                match target {
+                    Target::Name(name) => {
+                        self.archy_names.insert(name.clone());
+                    }
+                    Target::Tuple(names) => {
+                        self.archy_names.extend(names.iter().flatten().cloned());
+                    }
+                }
+            }
+        }
+        let single_name = lowered_targets.iter().any(|t| matches!(t, Target::Name(_)));
+        let flag_like =
+            single_name && !is_literal(value) && value.kind() != "conditional_expression";
+        if self.at_module_level() {
+            for target in &lowered_targets {
+                if let Target::Name(name) = target {
+                    self.ir.assigns.insert(name.clone(), lowered.clone());
+                }
+            }
+            if flag_like {
+                self.site(SiteKind::ModuleFlag, value);
+            }
+        } else if let Some(&function) = self.functions.last() {
+            let byte = value.start_byte();
+            let locals = self.ir.locals.entry(function).or_default();
+            for target in lowered_targets {
+                locals.push(LocalAssign {
+                    byte,
+                    target,
+                    value: lowered.clone(),
+                });
+            }
+            if flag_like {
+                self.site(SiteKind::LocalFlag, value);
+            }
+        }
+    }
+
+    fn target(&self, node: Node) -> Option<Target> {
+        match node.kind() {
+            "identifier" => Some(Target::Name(self.owned_text(node))),
+            "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                let mut cursor = node.walk();
+                let names = node
+                    .named_children(&mut cursor)
+                    .map(|n| (n.kind() == "identifier").then(|| self.owned_text(n)))
+                    .collect();
+                Some(Target::Tuple(names))
+            }
+            _ => None,
+        }
+    }
+
+    fn import(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        for name in node.children_by_field_name("name", &mut cursor) {
+            match name.kind() {
+                "dotted_name" => {
+                    let dotted = self.owned_text(name);
+                    let first = dotted.split('.').next().unwrap_or(&dotted).to_string();
+                    self.ir.imports.insert(first.clone(), Import::Module(first));
+                }
+                "aliased_import" => {
+                    let (Some(target), Some(alias)) = (
+                        name.child_by_field_name("name"),
+                        name.child_by_field_name("alias"),
+                    ) else {
+                        continue;
+                    };
+                    self.ir.imports.insert(
+                        self.owned_text(alias),
+                        Import::Module(self.owned_text(target)),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn import_from(&mut self, node: Node) {
+        let Some(module_node) = node.child_by_field_name("module_name") else {
+            return;
+        };
+        let module = self.absolute_module(module_node);
+        let mut cursor = node.walk();
+        let mut star = false;
+        for child in node.named_children(&mut cursor) {
+            if child.kind() == "wildcard_import" {
+                star = true;
+            }
+        }
+        if star {
+            self.ir.star_imports.push(module);
+            return;
+        }
+        let mut cursor = node.walk();
+        for name in node.children_by_field_name("name", &mut cursor) {
+            let (member, local) = match name.kind() {
+                "dotted_name" => (self.owned_text(name), self.owned_text(name)),
+                "aliased_import" => match (
+                    name.child_by_field_name("name"),
+                    name.child_by_field_name("alias"),
+                ) {
+                    (Some(n), Some(a)) => (self.owned_text(n), self.owned_text(a)),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            self.ir
+                .imports
+                .insert(local, Import::Member(module.clone(), member));
+        }
+    }
+
+    /// Turns `.x`, `..x` and `a.b` into an absolute dotted module name.
+    fn absolute_module(&self, node: Node) -> String {
+        if node.kind() != "relative_import" {
+            return self.owned_text(node);
+        }
+        let text = self.text(node);
+        let dots = text.bytes().take_while(|&b| b == b'.').count();
+        let rest = text[dots..].trim();
+        let mut parts: Vec<&str> = self.ir.module.split('.').collect();
+        // A module's own package is its parent; a package's is itself.
+        let drop = if self.ir.is_package { dots - 1 } else { dots };
+        for _ in 0..drop.min(parts.len()) {
+            parts.pop();
+        }
+        if !rest.is_empty() {
+            parts.push(rest);
+        }
+        parts.join(".")
+    }
+
+    fn decorated(&mut self, node: Node) {
+        let mut decorators = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            if child.kind() == "decorator"
+                && let Some(expr) = child.named_child(0)
+            {
+                decorators.push(expr);
+            }
+        }
+        match node.child_by_field_name("definition") {
+            Some(def) if def.kind() == "function_definition" => {
+                self.function(def, decorators);
+            }
+            Some(def) if def.kind() == "class_definition" => self.class(def),
+            _ => {}
+        }
+    }
+
+    fn class(&mut self, node: Node) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.owned_text(n))
+            .unwrap_or_default();
+        if let Some(bases) = node.child_by_field_name("superclasses")
+            && self.text(bases).contains("NamedTuple")
+            && self.classes.is_empty()
+        {
+            self.ir.named_tuples.push(name.clone());
+        }
+        self.classes.push(name);
+        if let Some(body) = node.child_by_field_name("body") {
+            self.block(body);
+        }
+        self.classes.pop();
+    }
+
+    fn function(&mut self, node: Node, decorators: Vec<Node>) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.owned_text(n))
+            .unwrap_or_default();
+        let qualname = self.qualname(&name);
+        let body_node = node.child_by_field_name("body");
+        let body = body_node
+            .filter(|b| b.byte_range().len() <= MAX_HELPER_BODY_BYTES)
+            .map(|b| self.stmts(b));
+        let params = node
+            .child_by_field_name("parameters")
+            .map(|p| self.params(p))
+            .unwrap_or_default();
+        let index = self.ir.functions.len();
+        let archy = self.archy(node);
+        if archy && body.is_some() && self.classes.is_empty() {
+            self.archy_names.insert(name.clone());
+        }
+        let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
+        self.ir.functions.push(FunctionIr {
+            qualname: qualname.clone(),
+            line: node.start_position().row as u32 + 1,
+            params,
+            decorators: lowered_decorators,
+            body,
+            archy,
+        });
+        // The first definition of a name wins only when later ones are conditional copies;
+        // Python's last-wins is the right default.
+        self.ir.function_index.insert(qualname, index);
+        for decorator in decorators {
+            if self.is_capability_decorator(decorator) {
+                self.functions.push(index);
+                self.site(SiteKind::Decorator, decorator);
+                self.functions.pop();
+            }
+        }
+        self.functions.push(index);
+        let saved_classes = std::mem::take(&mut self.classes);
+        if let Some(body) = body_node {
+            self.block(body);
+        }
+        self.classes = saved_classes;
+        self.functions.pop();
+    }
+
+    fn is_capability_decorator(&self, node: Node) -> bool {
+        node.kind() == "call"
+            && node
+                .child_by_field_name("function")
+                .is_some_and(|f| self.text(f).ends_with("supported_compute_capability"))
+    }
+
+    fn qualname(&self, name: &str) -> String {
+        let mut parts: Vec<&str> = Vec::new();
+        if let Some(&outer) = self.functions.last() {
+            parts.push(&self.ir.functions[outer].qualname);
+        }
+        parts.extend(self.classes.iter().map(String::as_str));
+        parts.push(name);
+        parts.join(".")
+    }
+
+    fn params(&self, node: Node) -> Vec<Param> {
+        let mut out = Vec::new();
+        let mut cursor = node.walk();
+        for p in node.named_children(&mut cursor) {
+            let (name, default, annotation) = match p.kind() {
+                "identifier" => (Some(self.owned_text(p)), None, None),
+                "default_parameter" => (
+                    p.child_by_field_name("name").map(|n| self.owned_text(n)),
+                    p.child_by_field_name("value").map(|v| self.expr(v, 0)),
+                    None,
+                ),
+                "typed_parameter" => (
+                    p.named_child(0)
+                        .filter(|n| n.kind() == "identifier")
+                        .map(|n| self.owned_text(n)),
+                    None,
+                    p.child_by_field_name("type").map(|t| self.owned_text(t)),
+                ),
+                "typed_default_parameter" => (
+                    p.child_by_field_name("name").map(|n| self.owned_text(n)),
+                    p.child_by_field_name("value").map(|v| self.expr(v, 0)),
+                    p.child_by_field_name("type").map(|t| self.owned_text(t)),
+                ),
+                _ => (None, None, None),
+            };
+            if let Some(name) = name {
+                out.push(Param {
+                    name,
+                    default,
+                    annotation,
+                });
+            }
+        }
+        out
+    }
+
+    /// Lowers a function body for inference (no sites recorded here).
+    fn stmts(&self, block: Node) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        let mut cursor = block.walk();
+        for node in block.named_children(&mut cursor) {
+            self.stmt_into(node, &mut out);
+        }
+        out
+    }
+
+    fn stmt_into(&self, node: Node, out: &mut Vec<Stmt>) {
+        match node.kind() {
+            "return_statement" => {
+                out.push(Stmt::Return(node.named_child(0).map(|v| self.expr(v, 0))))
+            }
+            "if_statement" => out.push(self.if_stmt(node)),
+            "expression_statement" => {
+                if let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment")
+                    && let (Some(left), Some(right)) = (
+                        assign.child_by_field_name("left"),
+                        assign.child_by_field_name("right"),
+                    )
+                    && let Some(target) = self.target(left)
+                {
+                    out.push(Stmt::Assign {
+                        targets: vec![target],
+                        value: self.expr(right, 0),
+                    });
+                }
+            }
+            "comment" | "pass_statement" | "pass" => {}
+            // `with` and `try` bodies run in the common case; modelling them inline keeps
+            // helpers like `try: return f() except: return False` inferable.
+            "with_statement" | "try_statement" => {
+                if let Some(body) = node.child_by_field_name("body") {
+                    out.extend(self.stmts(body));
+                }
+            }
+            _ => out.push(Stmt::Opaque {
+                returns: contains_kind(node, "return_statement"),
+            }),
+        }
+    }
+
+    fn if_stmt(&self, node: Node) -> Stmt {
+        let test = node
+            .child_by_field_name("condition")
+            .map(|c| self.expr(c, 0))
+            .unwrap_or(Expr::Other(String::new()));
+        let body = node
+            .child_by_field_name("consequence")
+            .map(|b| self.stmts(b))
+            .unwrap_or_default();
+        // Fold `elif` chains into nested ifs in the else branch.
+        let mut cursor = node.walk();
+        let alternatives: Vec<Node> = node
+            .children_by_field_name("alternative", &mut cursor)
+            .collect();
+        let orelse = self.else_chain(&alternatives);
+        Stmt::If { test, body, orelse }
+    }
+
+    fn else_chain(&self, alternatives: &[Node]) -> Vec<Stmt> {
+        let Some((first, rest)) = alternatives.split_first() else {
+            return Vec::new();
+        };
+        match first.kind() {
+            "elif_clause" => {
+                let test = first
+                    .child_by_field_name("condition")
+                    .map(|c| self.expr(c, 0))
+                    .unwrap_or(Expr::Other(String::new()));
+                let body = first
+                    .child_by_field_name("consequence")
+                    .map(|b| self.stmts(b))
+                    .unwrap_or_default();
+                vec![Stmt::If {
+                    test,
+                    body,
+                    orelse: self.else_chain(rest),
+                }]
+            }
+            "else_clause" => first
+                .child_by_field_name("body")
+                .map(|b| self.stmts(b))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Records a candidate site when it could depend on the architecture; resolution decides.
+    fn site(&mut self, kind: SiteKind, node: Node) {
+        if !self.archy_or_derived(node) {
+            return;
+        }
+        let function = self.functions.last().copied();
+        let start = node.start_position();
+        let end = node.end_position();
+        let site = Site {
+            kind,
+            start: (
+                start.row as u32 + 1,
+                self.char_column(node.start_byte(), start.column) + 1,
+            ),
+            end: (
+                end.row as u32 + 1,
+                self.char_column(node.end_byte(), end.column) + 1,
+            ),
+            byte: node.start_byte(),
+            function,
+            text: self.owned_text(node),
+            expr: self.expr(node, 0),
+        };
+        self.ir.sites.push(site);
+    }
+
+    /// Converts a byte column to a character column, so columns match what editors show.
+    fn char_column(&self, byte: usize, byte_column: usize) -> u32 {
+        let line_start = byte.saturating_sub(byte_column);
+        String::from_utf8_lossy(&self.src[line_start..byte])
+            .chars()
+            .count() as u32
+    }
+
+    /// Finds value selections (`A if gate else B`) and JIT arch lists inside an expression.
+    fn scan_expression(&mut self, node: Node) {
+        if !self.archy_or_derived(node) {
+            return;
+        }
+        match node.kind() {
+            "conditional_expression" => {
+                if let Some(test) = node.named_child(1) {
+                    self.site(SiteKind::ValueSelect, test);
+                }
+            }
+            "call" if self.is_jit_arch_call(node) => self.site(SiteKind::JitArchList, node),
+            "lambda" => return,
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.scan_expression(child);
+        }
+    }
+
+    fn is_jit_arch_call(&self, node: Node) -> bool {
+        let Some(function) = node.child_by_field_name("function") else {
+            return false;
+        };
+        if self.text(function).ends_with("get_nvcc_flags_list") {
+            return true;
+        }
+        node.child_by_field_name("arguments").is_some_and(|args| {
+            let mut cursor = args.walk();
+            args.named_children(&mut cursor).any(|a| {
+                a.kind() == "keyword_argument"
+                    && a.child_by_field_name("name")
+                        .is_some_and(|n| self.text(n) == "supported_major_versions")
+            })
+        })
+    }
+
+    /// Lowers an expression node.
+    pub fn expr(&self, node: Node, depth: usize) -> Expr {
+        if depth > MAX_EXPR_DEPTH {
+            return Expr::Other(self.owned_text(node));
+        }
+        let d = depth + 1;
+        let child = |field: &str| node.child_by_field_name(field);
+        let lower = |n: Option<Node>| -> Expr {
+            n.map(|n| self.expr(n, d))
+                .unwrap_or_else(|| Expr::Other(String::new()))
+        };
+        match node.kind() {
+            "identifier" => Expr::Name(self.owned_text(node)),
+            "attribute" => Expr::Attr(
+                Box::new(lower(child("object"))),
+                child("attribute")
+                    .map(|a| self.owned_text(a))
+                    .unwrap_or_default(),
+            ),
+            "call" => self.call(node, d),
+            "subscript" => {
+                let mut cursor = node.walk();
+                let subs: Vec<Node> = node
+                    .children_by_field_name("subscript", &mut cursor)
+                    .collect();
+                let index = if subs.len() == 1 {
+                    self.expr(subs[0], d)
+                } else {
+                    Expr::Tuple(subs.iter().map(|s| self.expr(*s, d)).collect())
+                };
+                Expr::Subscript(Box::new(lower(child("value"))), Box::new(index))
+            }
+            "slice" => Expr::Slice,
+            "integer" => parse_int(self.text(node))
+                .map(Expr::Int)
+                .unwrap_or_else(|| Expr::Other(self.owned_text(node))),
+            "string" => self.string(node),
+            "true" => Expr::Bool(true),
+            "false" => Expr::Bool(false),
+            "none" => Expr::NoneLit,
+            "tuple" | "expression_list" => Expr::Tuple(self.children(node, d)),
+            "list" => Expr::List(self.children(node, d)),
+            "set" => Expr::Set(self.children(node, d)),
+            "dictionary" => {
+                let mut cursor = node.walk();
+                let pairs = node
+                    .named_children(&mut cursor)
+                    .filter(|p| p.kind() == "pair")
+                    .map(|p| {
+                        (
+                            p.child_by_field_name("key")
+                                .map(|k| self.expr(k, d))
+                                .unwrap_or(Expr::NoneLit),
+                            p.child_by_field_name("value")
+                                .map(|v| self.expr(v, d))
+                                .unwrap_or(Expr::NoneLit),
+                        )
+                    })
+                    .collect();
+                Expr::Dict(pairs)
+            }
+            "parenthesized_expression" => match node.named_child(0) {
+                Some(inner) if inner.kind() != "comment" => self.expr(inner, d),
+                _ => Expr::Other(self.owned_text(node)),
+            },
+            "boolean_operator" => self.bool_op(node, d),
+            "not_operator" => Expr::Not(Box::new(lower(child("argument")))),
+            "comparison_operator" => self.comparison(node, d),
+            "binary_operator" => {
+                let op = match child("operator").map(|o| self.text(o)) {
+                    Some("+") => BinOp::Add,
+                    Some("-") => BinOp::Sub,
+                    Some("*") => BinOp::Mul,
+                    Some("//") => BinOp::FloorDiv,
+                    Some("%") => BinOp::Mod,
+                    _ => BinOp::Other,
+                };
+                Expr::BinOp(
+                    op,
+                    Box::new(lower(child("left"))),
+                    Box::new(lower(child("right"))),
+                )
+            }
+            "unary_operator" => {
+                match (child("operator").map(|o| self.text(o)), child("argument")) {
+                    (Some("-"), Some(arg)) if arg.kind() == "integer" => parse_int(self.text(arg))
+                        .map(|v| Expr::Int(-v))
+                        .unwrap_or_else(|| Expr::Other(self.owned_text(node))),
+                    _ => Expr::Other(self.owned_text(node)),
+                }
+            }
+            "conditional_expression" => {
+                let parts: Vec<Expr> = self.children(node, d);
+                match <[Expr; 3]>::try_from(parts) {
+                    Ok([body, test, orelse]) => Expr::IfExp {
+                        test: Box::new(test),
+                        body: Box::new(body),
+                        orelse: Box::new(orelse),
+                    },
+                    Err(_) => Expr::Other(self.owned_text(node)),
+                }
+            }
+            _ => Expr::Other(self.owned_text(node)),
+        }
+    }
+
+    fn children(&self, node: Node, depth: usize) -> Vec<Expr> {
+        let mut cursor = node.walk();
+        node.named_children(&mut cursor)
+            .filter(|c| c.kind() != "comment")
+            .map(|c| self.expr(c, depth))
+            .collect()
+    }
+
+    fn call(&self, node: Node, depth: usize) -> Expr {
+        let func = node
+            .child_by_field_name("function")
+            .map(|f| self.expr(f, depth))
+            .unwrap_or(Expr::Other(String::new()));
+        let mut args = Vec::new();
+        let mut kwargs = Vec::new();
+        if let Some(arguments) = node.child_by_field_name("arguments") {
+            let mut cursor = arguments.walk();
+            for arg in arguments.named_children(&mut cursor) {
+                match arg.kind() {
+                    "keyword_argument" => {
+                        if let (Some(name), Some(value)) = (
+                            arg.child_by_field_name("name"),
+                            arg.child_by_field_name("value"),
+                        ) {
+                            kwargs.push((self.owned_text(name), self.expr(value, depth)));
+                        }
+                    }
+                    "comment" => {}
+                    _ => args.push(self.expr(arg, depth)),
+                }
+            }
+        }
+        Expr::Call {
+            func: Box::new(func),
+            args,
+            kwargs,
+        }
+    }
+
+    fn bool_op(&self, node: Node, depth: usize) -> Expr {
+        let is_and = node
+            .child_by_field_name("operator")
+            .is_some_and(|o| self.text(o) == "and");
+        let mut operands = Vec::new();
+        for field in ["left", "right"] {
+            let Some(side) = node.child_by_field_name(field) else {
+                continue;
+            };
+            match self.expr(side, depth) {
+                Expr::And(inner) if is_and => operands.extend(inner),
+                Expr::Or(inner) if !is_and => operands.extend(inner),
+                other => operands.push(other),
+            }
+        }
+        if is_and {
+            Expr::And(operands)
+        } else {
+            Expr::Or(operands)
+        }
+    }
+
+    fn comparison(&self, node: Node, depth: usize) -> Expr {
+        let mut cursor = node.walk();
+        let mut operands = Vec::new();
+        let mut ops: Vec<CmpOp> = Vec::new();
+        let mut pending_not = false;
+        let mut pending_is = false;
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                if child.kind() == "comment" {
+                    continue;
+                }
+                if pending_is {
+                    ops.push(CmpOp::Is);
+                    pending_is = false;
+                }
+                operands.push(self.expr(child, depth));
+                continue;
+            }
+            match self.text(child) {
+                "==" => ops.push(CmpOp::Eq),
+                "!=" | "<>" => ops.push(CmpOp::Ne),
+                "<" => ops.push(CmpOp::Lt),
+                "<=" => ops.push(CmpOp::Le),
+                ">" => ops.push(CmpOp::Gt),
+                ">=" => ops.push(CmpOp::Ge),
+                "in" if pending_not => {
+                    ops.push(CmpOp::NotIn);
+                    pending_not = false;
+                }
+                "in" => ops.push(CmpOp::In),
+                "not" if pending_is => {
+                    ops.push(CmpOp::IsNot);
+                    pending_is = false;
+                }
+                "not" => pending_not = true,
+                "is" => pending_is = true,
+                "not in" => ops.push(CmpOp::NotIn),
+                "is not" => ops.push(CmpOp::IsNot),
+                _ => {}
+            }
+        }
+        if operands.len() < 2 || ops.len() != operands.len() - 1 {
+            return Expr::Other(self.owned_text(node));
+        }
+        let mut rest = operands.split_off(1);
+        let first = operands.pop().expect("one operand left");
+        let pairs = ops.into_iter().zip(rest.drain(..)).collect();
+        Expr::Compare(Box::new(first), pairs)
+    }
+
+    fn string(&self, node: Node) -> Expr {
+        let mut cursor = node.walk();
+        let mut content = String::new();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "string_content" => content.push_str(self.text(child)),
+                "interpolation" => return Expr::Other(self.owned_text(node)),
+                _ => {}
+            }
+        }
+        Expr::Str(content)
+    }
+}
+
+fn is_literal(node: Node) -> bool {
+    matches!(
+        node.kind(),
+        "integer"
+            | "float"
+            | "string"
+            | "true"
+            | "false"
+            | "none"
+            | "list"
+            | "dictionary"
+            | "set"
+            | "tuple"
+            | "concatenated_string"
+            | "lambda"
+            | "list_comprehension"
+            | "dictionary_comprehension"
+    )
+}
+
+fn contains_kind(node: Node, kind: &str) -> bool {
+    if node.kind() == kind {
+        return true;
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .any(|c| c.kind() != "function_definition" && contains_kind(c, kind))
+}
+
+fn parse_int(text: &str) -> Option<i64> {
+    let clean: String = text.chars().filter(|&c| c != '_').collect();
+    let lower = clean.to_ascii_lowercase();
+    if let Some(hex) = lower.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16).ok()
+    } else {
+        lower.parse().ok()
+    }
+}
+
+/// Collects the functions in a module by qualname (for tests and debugging).
+pub fn function_names(ir: &ModuleIr) -> HashMap<String, u32> {
+    ir.functions
+        .iter()
+        .map(|f| (f.qualname.clone(), f.line))
+        .collect()
+}
+
+thread_local! {
+    static PARSER: std::cell::RefCell<tree_sitter::Parser> = std::cell::RefCell::new(new_parser());
+}
+
+/// A tree-sitter parser for Python.
+pub fn new_parser() -> tree_sitter::Parser {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("tree-sitter-python matches the tree-sitter ABI");
+    parser
+}
+
+/// Parses with this thread's parser.
+pub fn parse(src: &[u8]) -> Option<Tree> {
+    PARSER.with(|parser| parser.borrow_mut().parse(src, None))
+}
+
+/// Lowers one Python expression given as text (rule `admits` fields).
+pub fn lower_expression(text: &str) -> Result<Expr, String> {
+    let tree = parse(text.as_bytes()).ok_or("the parser gave up")?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err("syntax error".into());
+    }
+    let statement = root
+        .named_child(0)
+        .filter(|n| n.kind() == "expression_statement" && root.named_child_count() == 1)
+        .ok_or("expected exactly one expression")?;
+    let node = statement.named_child(0).ok_or("empty expression")?;
+    let tokens = Tokens::new(Vec::<String>::new());
+    let lowerer = Lowerer {
+        src: text.as_bytes(),
+        tokens: &tokens,
+        ir: ModuleIr::default(),
+        functions: Vec::new(),
+        classes: Vec::new(),
+        archy_names: HashSet::new(),
+    };
+    Ok(lowerer.expr(node, 0))
+}

@@ -1,0 +1,9 @@
+//! Gates: recognising decision sites, resolving them into predicates, classifying forms.
+
+pub mod index;
+pub mod ir;
+pub mod lower;
+pub mod predicate;
+pub mod resolve;
+pub mod sites;
+pub mod tokens;

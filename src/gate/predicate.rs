@@ -1,0 +1,579 @@
+//! The predicate language: what a gate means as a function of the device (major, minor) and
+//! the CUDA version, its readable form, and its three-valued evaluation at a target.
+//!
+//! Conditions that do not depend on the device are *free*: a gate admits a target when some
+//! value of its free conditions lets the path run there (docs/design.md, "admits").
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::ir::CmpOp;
+use crate::arch::Arch;
+
+/// Which device quantity an atom compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DevVar {
+    Major,
+    Minor,
+    /// `major * 10 + minor`
+    Sm,
+    /// the `(major, minor)` tuple
+    Cap,
+}
+
+/// The right-hand side of a device comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Rhs {
+    Int(i64),
+    Pair(i64, i64),
+    Ints(Vec<i64>),
+    Pairs(Vec<(i64, i64)>),
+}
+
+/// The gate forms of docs/gates.md, by where the first arch atom of a gate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Form {
+    HelperCall,
+    PlatformAttr,
+    CachedFlag,
+    FlagUse,
+    CapabilityCompare,
+    SmCompare,
+    CapabilityMembership,
+    PlatformMethod,
+    BackendCapability,
+    MinCapability,
+    ValueSelect,
+    JitArchList,
+    CapabilityDecorator,
+}
+
+impl Form {
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::HelperCall => "helper-call",
+            Form::PlatformAttr => "platform-attr",
+            Form::CachedFlag => "cached-flag",
+            Form::FlagUse => "flag-use",
+            Form::CapabilityCompare => "capability-compare",
+            Form::SmCompare => "sm-compare",
+            Form::CapabilityMembership => "capability-membership",
+            Form::PlatformMethod => "platform-method",
+            Form::BackendCapability => "backend-capability",
+            Form::MinCapability => "min-capability",
+            Form::ValueSelect => "value-select",
+            Form::JitArchList => "jit-arch-list",
+            Form::CapabilityDecorator => "capability-decorator",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Atom {
+    Dev {
+        var: DevVar,
+        op: CmpOp,
+        rhs: Rhs,
+    },
+    /// `cuda OP major.minor`; `string` keeps Python's string comparison when the code compares
+    /// `torch.version.cuda` as text (`"12.10" >= "12.8"` is False there).
+    Cuda {
+        op: CmpOp,
+        version: (u32, u32),
+        string: Option<String>,
+    },
+    /// A device-independent condition, by its source text.
+    Free(String),
+    /// An arch-dependent condition gatefix could not resolve, with the reason.
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pred {
+    Const(bool),
+    Atom(Atom, Form),
+    Not(Box<Pred>),
+    And(Vec<Pred>),
+    Or(Vec<Pred>),
+}
+
+impl Pred {
+    pub fn atom(atom: Atom, form: Form) -> Pred {
+        Pred::Atom(atom, form)
+    }
+
+    pub fn free(text: impl Into<String>) -> Pred {
+        Pred::Atom(Atom::Free(text.into()), Form::CapabilityCompare)
+    }
+
+    pub fn unknown(reason: impl Into<String>, form: Form) -> Pred {
+        Pred::Atom(Atom::Unknown(reason.into()), form)
+    }
+
+    pub fn and(parts: Vec<Pred>) -> Pred {
+        let mut out = Vec::new();
+        for part in parts {
+            match part {
+                Pred::Const(true) => {}
+                Pred::Const(false) => return Pred::Const(false),
+                Pred::And(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Pred::Const(true),
+            1 => out.pop().expect("one part"),
+            _ => Pred::And(out),
+        }
+    }
+
+    pub fn or(parts: Vec<Pred>) -> Pred {
+        let mut out = Vec::new();
+        for part in parts {
+            match part {
+                Pred::Const(false) => {}
+                Pred::Const(true) => return Pred::Const(true),
+                Pred::Or(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Pred::Const(false),
+            1 => out.pop().expect("one part"),
+            _ => Pred::Or(out),
+        }
+    }
+
+    /// Negation, pushed into comparisons so `not major == 10` reads `major != 10`.
+    pub fn negate(self) -> Pred {
+        match self {
+            Pred::Const(b) => Pred::Const(!b),
+            Pred::Not(inner) => *inner,
+            Pred::Atom(Atom::Dev { var, op, rhs }, form) => match negated_op(op) {
+                Some(op) => Pred::Atom(Atom::Dev { var, op, rhs }, form),
+                None => Pred::Not(Box::new(Pred::Atom(Atom::Dev { var, op, rhs }, form))),
+            },
+            other => Pred::Not(Box::new(other)),
+        }
+    }
+
+    /// Relabels every atom: a helper's body atoms become the helper call's form at the caller.
+    pub fn with_form(self, form: Form) -> Pred {
+        match self {
+            Pred::Atom(atom, _) => Pred::Atom(atom, form),
+            Pred::Not(inner) => Pred::Not(Box::new(inner.with_form(form))),
+            Pred::And(parts) => Pred::And(parts.into_iter().map(|p| p.with_form(form)).collect()),
+            Pred::Or(parts) => Pred::Or(parts.into_iter().map(|p| p.with_form(form)).collect()),
+            other => other,
+        }
+    }
+
+    /// Whether the predicate depends on the device at all (or might: unknown atoms count).
+    pub fn is_arch_dependent(&self) -> bool {
+        self.any_atom(&|atom| matches!(atom, Atom::Dev { .. } | Atom::Unknown(_)))
+    }
+
+    fn any_atom(&self, test: &dyn Fn(&Atom) -> bool) -> bool {
+        match self {
+            Pred::Const(_) => false,
+            Pred::Atom(atom, _) => test(atom),
+            Pred::Not(inner) => inner.any_atom(test),
+            Pred::And(parts) | Pred::Or(parts) => parts.iter().any(|p| p.any_atom(test)),
+        }
+    }
+
+    /// The form of the first arch atom in source order.
+    pub fn first_arch_form(&self) -> Option<Form> {
+        match self {
+            Pred::Const(_) => None,
+            Pred::Atom(Atom::Dev { .. } | Atom::Unknown(_), form) => Some(*form),
+            Pred::Atom(..) => None,
+            Pred::Not(inner) => inner.first_arch_form(),
+            Pred::And(parts) | Pred::Or(parts) => parts.iter().find_map(Pred::first_arch_form),
+        }
+    }
+
+    fn collect_unknowns(&self, cuda_known: bool, out: &mut BTreeSet<String>) {
+        match self {
+            Pred::Atom(Atom::Unknown(reason), _) => {
+                out.insert(reason.clone());
+            }
+            Pred::Atom(Atom::Cuda { .. }, _) if !cuda_known => {
+                out.insert(CUDA_UNKNOWN.to_string());
+            }
+            Pred::Not(inner) => inner.collect_unknowns(cuda_known, out),
+            Pred::And(parts) | Pred::Or(parts) => parts
+                .iter()
+                .for_each(|p| p.collect_unknowns(cuda_known, out)),
+            _ => {}
+        }
+    }
+}
+
+const CUDA_UNKNOWN: &str =
+    "the CUDA version is unknown (pass --cuda, or install torch in the site)";
+
+/// At most this many distinct unknown atoms are enumerated; beyond, the answer is unknown.
+const MAX_ENUMERATED_UNKNOWNS: usize = 10;
+
+fn negated_op(op: CmpOp) -> Option<CmpOp> {
+    Some(match op {
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+        CmpOp::Lt => CmpOp::Ge,
+        CmpOp::Ge => CmpOp::Lt,
+        CmpOp::Le => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::Le,
+        CmpOp::In => CmpOp::NotIn,
+        CmpOp::NotIn => CmpOp::In,
+        CmpOp::Is | CmpOp::IsNot => return None,
+    })
+}
+
+/// The CUDA toolkit version the site's torch was built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CudaVersion {
+    pub text: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl CudaVersion {
+    pub fn parse(text: &str) -> Option<CudaVersion> {
+        let text = text.trim();
+        let mut parts = text.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next().unwrap_or("0").parse().ok()?;
+        Some(CudaVersion {
+            text: text.to_string(),
+            major,
+            minor,
+        })
+    }
+}
+
+/// What a gate says about one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admits {
+    Yes,
+    No,
+    Unknown(Vec<String>),
+}
+
+impl Admits {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Admits::Yes => "yes",
+            Admits::No => "no",
+            Admits::Unknown(_) => "unknown",
+        }
+    }
+}
+
+/// Evaluates a predicate at a target: yes when some choice of free conditions lets the path
+/// run for every value of the unknown atoms, no when none does for any, unknown otherwise.
+pub fn evaluate(pred: &Pred, target: Arch, cuda: Option<&CudaVersion>) -> Admits {
+    let mut unknowns = BTreeSet::new();
+    pred.collect_unknowns(cuda.is_some(), &mut unknowns);
+    let unknowns: Vec<String> = unknowns.into_iter().collect();
+    if unknowns.len() > MAX_ENUMERATED_UNKNOWNS {
+        return Admits::Unknown(unknowns);
+    }
+    let mut always = true;
+    let mut never = true;
+    for mask in 0u32..(1 << unknowns.len()) {
+        let env = Env {
+            target,
+            cuda,
+            unknowns: &unknowns,
+            mask,
+        };
+        let (can_true, _) = env.possible(pred);
+        always &= can_true;
+        never &= !can_true;
+        if !always && !never {
+            return Admits::Unknown(unknowns);
+        }
+    }
+    if always { Admits::Yes } else { Admits::No }
+}
+
+struct Env<'a> {
+    target: Arch,
+    cuda: Option<&'a CudaVersion>,
+    unknowns: &'a [String],
+    mask: u32,
+}
+
+impl Env<'_> {
+    fn assigned(&self, reason: &str) -> bool {
+        let index = self.unknowns.iter().position(|u| u == reason).unwrap_or(0);
+        self.mask & (1 << index) != 0
+    }
+
+    /// (can be true, can be false) over the free atoms, which range independently.
+    fn possible(&self, pred: &Pred) -> (bool, bool) {
+        match pred {
+            Pred::Const(b) => (*b, !*b),
+            Pred::Atom(atom, _) => match self.atom(atom) {
+                Some(b) => (b, !b),
+                None => (true, true),
+            },
+            Pred::Not(inner) => {
+                let (t, f) = self.possible(inner);
+                (f, t)
+            }
+            Pred::And(parts) => parts.iter().fold((true, false), |(t, f), p| {
+                let (pt, pf) = self.possible(p);
+                (t && pt, f || pf)
+            }),
+            Pred::Or(parts) => parts.iter().fold((false, true), |(t, f), p| {
+                let (pt, pf) = self.possible(p);
+                (t || pt, f && pf)
+            }),
+        }
+    }
+
+    /// `None` for free atoms.
+    fn atom(&self, atom: &Atom) -> Option<bool> {
+        match atom {
+            Atom::Free(_) => None,
+            Atom::Unknown(reason) => Some(self.assigned(reason)),
+            Atom::Dev { var, op, rhs } => Some(dev_holds(self.target, *var, *op, rhs)),
+            Atom::Cuda {
+                op,
+                version,
+                string,
+            } => Some(match self.cuda {
+                None => self.assigned(CUDA_UNKNOWN),
+                Some(cuda) => match string {
+                    Some(text) => op.holds(&cuda.text.as_str(), &text.as_str()),
+                    None => op.holds(&(cuda.major, cuda.minor), version),
+                },
+            }),
+        }
+    }
+}
+
+fn dev_holds(target: Arch, var: DevVar, op: CmpOp, rhs: &Rhs) -> bool {
+    let (major, minor) = (target.major as i64, target.minor as i64);
+    let scalar = match var {
+        DevVar::Major => major,
+        DevVar::Minor => minor,
+        DevVar::Sm => major * 10 + minor,
+        DevVar::Cap => -1,
+    };
+    match (var, rhs) {
+        (DevVar::Cap, Rhs::Pair(a, b)) => op.holds(&(major, minor), &(*a, *b)),
+        (DevVar::Cap, Rhs::Pairs(set)) => membership(op, set.contains(&(major, minor))),
+        (_, Rhs::Int(n)) => op.holds(&scalar, n),
+        (_, Rhs::Ints(set)) => membership(op, set.contains(&scalar)),
+        _ => false,
+    }
+}
+
+fn membership(op: CmpOp, contained: bool) -> bool {
+    match op {
+        CmpOp::NotIn => !contained,
+        _ => contained,
+    }
+}
+
+impl fmt::Display for Pred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pred::Const(true) => f.write_str("always"),
+            Pred::Const(false) => f.write_str("never"),
+            Pred::Atom(atom, _) => write!(f, "{atom}"),
+            Pred::Not(inner) => match **inner {
+                Pred::Atom(..) | Pred::Not(_) => write!(f, "not {inner}"),
+                _ => write!(f, "not ({inner})"),
+            },
+            Pred::And(parts) => join(f, parts, " and ", |p| matches!(p, Pred::Or(_))),
+            Pred::Or(parts) => join(f, parts, " or ", |_| false),
+        }
+    }
+}
+
+fn join(
+    f: &mut fmt::Formatter<'_>,
+    parts: &[Pred],
+    sep: &str,
+    needs_parens: impl Fn(&Pred) -> bool,
+) -> fmt::Result {
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            f.write_str(sep)?;
+        }
+        if needs_parens(part) {
+            write!(f, "({part})")?;
+        } else {
+            write!(f, "{part}")?;
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Atom::Dev { var, op, rhs } => {
+                let name = match var {
+                    DevVar::Major => "major",
+                    DevVar::Minor => "minor",
+                    DevVar::Sm => "sm",
+                    DevVar::Cap => "(major, minor)",
+                };
+                write!(f, "{name} {} {rhs}", op.symbol())
+            }
+            Atom::Cuda {
+                op,
+                version,
+                string: Some(text),
+            } => {
+                let _ = version;
+                write!(f, "cuda {} {text:?}", op.symbol())
+            }
+            Atom::Cuda {
+                op,
+                version: (major, minor),
+                string: None,
+            } => write!(f, "cuda {} {major}.{minor}", op.symbol()),
+            Atom::Free(text) => write!(f, "`{}`", collapse_whitespace(text)),
+            Atom::Unknown(reason) => write!(f, "unknown({reason})"),
+        }
+    }
+}
+
+impl fmt::Display for Rhs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rhs::Int(n) => write!(f, "{n}"),
+            Rhs::Pair(a, b) => write!(f, "({a}, {b})"),
+            Rhs::Ints(set) => {
+                let items: Vec<String> = set.iter().map(i64::to_string).collect();
+                write!(f, "{{{}}}", items.join(", "))
+            }
+            Rhs::Pairs(set) => {
+                let items: Vec<String> = set.iter().map(|(a, b)| format!("({a}, {b})")).collect();
+                write!(f, "{{{}}}", items.join(", "))
+            }
+        }
+    }
+}
+
+/// Multi-line source in a one-line predicate reads better with whitespace collapsed.
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(var: DevVar, op: CmpOp, rhs: Rhs) -> Pred {
+        Pred::atom(Atom::Dev { var, op, rhs }, Form::CapabilityCompare)
+    }
+
+    const SM120: Arch = Arch::new(12, 0);
+    const SM121: Arch = Arch::new(12, 1);
+    const SM90: Arch = Arch::new(9, 0);
+
+    #[test]
+    fn free_conditions_do_not_make_a_gate_unknown() {
+        // backend == "auto" and (is_sm120 or is_sm110)
+        let gate = Pred::and(vec![
+            Pred::free("backend == \"auto\""),
+            dev(DevVar::Major, CmpOp::In, Rhs::Ints(vec![11, 12])),
+        ]);
+        assert_eq!(evaluate(&gate, SM120, None), Admits::Yes);
+        assert_eq!(evaluate(&gate, SM90, None), Admits::No);
+        // not is_blackwell() or not fp4 is yes everywhere
+        let open = Pred::or(vec![
+            dev(DevVar::Major, CmpOp::Eq, Rhs::Int(10)).negate(),
+            Pred::free("fp4").negate(),
+        ]);
+        assert_eq!(evaluate(&open, SM90, None), Admits::Yes);
+        assert_eq!(evaluate(&open, Arch::new(10, 0), None), Admits::Yes);
+    }
+
+    #[test]
+    fn unknown_atoms_stay_unknown_unless_irrelevant() {
+        let gate = Pred::or(vec![
+            dev(DevVar::Major, CmpOp::Eq, Rhs::Int(10)),
+            Pred::unknown("`foo` not found", Form::HelperCall),
+        ]);
+        assert!(matches!(evaluate(&gate, SM120, None), Admits::Unknown(r) if r[0].contains("foo")));
+        assert_eq!(evaluate(&gate, Arch::new(10, 0), None), Admits::Yes);
+        let blocked = Pred::and(vec![
+            dev(DevVar::Major, CmpOp::Eq, Rhs::Int(10)),
+            Pred::unknown("x", Form::HelperCall),
+        ]);
+        assert_eq!(evaluate(&blocked, SM120, None), Admits::No);
+    }
+
+    #[test]
+    fn cuda_atoms_need_a_version_and_respect_string_comparison() {
+        let gate = Pred::and(vec![
+            dev(DevVar::Major, CmpOp::Eq, Rhs::Int(12)),
+            Pred::atom(
+                Atom::Cuda {
+                    op: CmpOp::Ge,
+                    version: (12, 8),
+                    string: Some("12.8".into()),
+                },
+                Form::HelperCall,
+            ),
+        ]);
+        assert!(matches!(evaluate(&gate, SM120, None), Admits::Unknown(_)));
+        let cuda = |t: &str| CudaVersion::parse(t).unwrap();
+        assert_eq!(evaluate(&gate, SM120, Some(&cuda("12.8"))), Admits::Yes);
+        // Python compares these as strings: "12.10" < "12.8".
+        assert_eq!(evaluate(&gate, SM120, Some(&cuda("12.10"))), Admits::No);
+        assert_eq!(evaluate(&gate, SM90, None), Admits::No);
+    }
+
+    #[test]
+    fn capability_tuples_and_sets() {
+        let exact = dev(DevVar::Cap, CmpOp::Eq, Rhs::Pair(12, 0));
+        assert_eq!(evaluate(&exact, SM120, None), Admits::Yes);
+        assert_eq!(evaluate(&exact, SM121, None), Admits::No);
+        let fam = dev(DevVar::Sm, CmpOp::In, Rhs::Ints(vec![120, 121]));
+        assert_eq!(evaluate(&fam, SM121, None), Admits::Yes);
+        let pairs = dev(
+            DevVar::Cap,
+            CmpOp::NotIn,
+            Rhs::Pairs(vec![(10, 0), (10, 3)]),
+        );
+        assert_eq!(evaluate(&pairs, SM120, None), Admits::Yes);
+    }
+
+    #[test]
+    fn displays_readably() {
+        let gate = Pred::and(vec![
+            dev(DevVar::Major, CmpOp::In, Rhs::Ints(vec![9, 10])),
+            Pred::atom(
+                Atom::Cuda {
+                    op: CmpOp::Ge,
+                    version: (12, 3),
+                    string: None,
+                },
+                Form::HelperCall,
+            ),
+        ]);
+        assert_eq!(gate.to_string(), "major in {9, 10} and cuda >= 12.3");
+        let negated = dev(DevVar::Major, CmpOp::Eq, Rhs::Int(10)).negate();
+        assert_eq!(negated.to_string(), "major != 10");
+        let mixed = Pred::and(vec![
+            Pred::or(vec![
+                dev(DevVar::Major, CmpOp::Eq, Rhs::Int(9)),
+                dev(DevVar::Major, CmpOp::Eq, Rhs::Int(10)),
+            ]),
+            Pred::free("x"),
+        ]);
+        assert_eq!(mixed.to_string(), "(major == 9 or major == 10) and `x`");
+    }
+}

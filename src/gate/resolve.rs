@@ -1,0 +1,1133 @@
+//! Name resolution and a small abstract interpreter: evaluates gate expressions the way
+//! Python would inside the site (imports, module flags, helper bodies, partials, caches,
+//! probe tables, rules) into predicates over the device. Nothing is imported or executed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::index::ModuleIndex;
+use super::ir::*;
+use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
+use super::tokens::Tokens;
+use crate::rules::{Fact, Rules};
+
+/// Resolution stops this many calls / name hops deep; the atom is then unknown.
+const MAX_DEPTH: u32 = 24;
+
+/// An abstract Python value.
+#[derive(Debug, Clone)]
+pub enum Val {
+    Pred(Pred),
+    Bool(bool),
+    Dev(DevVar),
+    /// A capability object with `.major`, `.minor`, `.to_int()`; compares like the tuple.
+    DevObj,
+    /// `major * 10` on the way to `major * 10 + minor`.
+    MajorTimesTen,
+    Int(i64),
+    Str(String),
+    Seq(Vec<Val>),
+    /// `torch.version.cuda`: as a string, or turned into numbers (`tuple(map(int, ...))`).
+    Cuda {
+        numeric: bool,
+    },
+    NoneV,
+    Func(FuncRef),
+    Partial(FuncRef, Vec<Val>, Vec<(String, Val)>),
+    Builtin(Builtin),
+    Module(String),
+    /// A name in a module that is not in the site (torch in a small site, say): rules may
+    /// still know its members.
+    External(String),
+    Object(String),
+    Method(String, String),
+    NamedTuple,
+    Free(String),
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FuncRef {
+    pub module: String,
+    pub qualname: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Builtin {
+    Cache,
+    Partial,
+    Tuple,
+    Map,
+    Int,
+    Version,
+    ToInt,
+    CudaSplit,
+    Fact(Fact, Option<String>),
+}
+
+/// Where names are looked up.
+#[derive(Clone, Copy)]
+pub enum Locals<'s> {
+    None,
+    /// Inside a function of the module, at a byte offset: locals assigned before it count.
+    Site {
+        function: usize,
+        byte: usize,
+    },
+    Bound(&'s HashMap<String, Val>),
+}
+
+#[derive(Clone, Copy)]
+pub struct Scope<'s> {
+    pub module: &'s SharedModule,
+    pub locals: Locals<'s>,
+}
+
+pub struct Resolver<'a> {
+    pub index: &'a ModuleIndex,
+    pub rules: &'a Rules,
+    tokens: Tokens,
+    globals: Mutex<HashMap<(String, String), Option<Val>>>,
+    calls: Mutex<HashMap<FuncRef, Val>>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(index: &'a ModuleIndex, rules: &'a Rules, tokens: Tokens) -> Self {
+        Resolver {
+            index,
+            rules,
+            tokens,
+            globals: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The predicate of an expression used as a condition.
+    pub fn condition(&self, expr: &Expr, scope: Scope, depth: u32) -> Pred {
+        let val = self.eval(expr, scope, depth);
+        to_pred(val, expr)
+    }
+
+    pub fn eval(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
+        if depth > MAX_DEPTH {
+            return Val::Unknown(format!(
+                "resolving `{expr}` goes deeper than {MAX_DEPTH} steps"
+            ));
+        }
+        match expr {
+            Expr::Int(n) => Val::Int(*n),
+            Expr::Str(s) => Val::Str(s.clone()),
+            Expr::Bool(b) => Val::Bool(*b),
+            Expr::NoneLit => Val::NoneV,
+            Expr::Tuple(items) | Expr::List(items) | Expr::Set(items) => Val::Seq(
+                items
+                    .iter()
+                    .map(|i| self.eval(i, scope, depth + 1))
+                    .collect(),
+            ),
+            Expr::Name(_) | Expr::Attr(..) | Expr::Call { .. } | Expr::Subscript(..)
+                if !self.worth_resolving(expr, scope) =>
+            {
+                Val::Free(expr.to_string())
+            }
+            Expr::Name(name) => self.name(name, scope, depth),
+            Expr::Attr(obj, attr) => self.attr(expr, obj, attr, scope, depth),
+            Expr::Call { func, args, kwargs } => {
+                let callee = self.eval_callee(func, scope, depth);
+                let args: Vec<Val> = args
+                    .iter()
+                    .map(|a| self.eval(a, scope, depth + 1))
+                    .collect();
+                let kwargs = kwargs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), self.eval(v, scope, depth + 1)))
+                    .collect();
+                self.call(callee, args, kwargs, expr, depth)
+            }
+            Expr::Subscript(value, index) => {
+                let value = self.eval_callee(value, scope, depth);
+                let index = self.eval(index, scope, depth + 1);
+                subscript(value, index, expr)
+            }
+            Expr::Slice => Val::Free(":".into()),
+            Expr::And(parts) => Val::Pred(Pred::and(
+                parts
+                    .iter()
+                    .map(|p| self.condition(p, scope, depth + 1))
+                    .collect(),
+            )),
+            Expr::Or(parts) => Val::Pred(Pred::or(
+                parts
+                    .iter()
+                    .map(|p| self.condition(p, scope, depth + 1))
+                    .collect(),
+            )),
+            Expr::Not(inner) => Val::Pred(self.condition(inner, scope, depth + 1).negate()),
+            Expr::Compare(first, rest) => self.compare_chain(first, rest, scope, depth),
+            Expr::BinOp(op, l, r) => {
+                let l = self.eval(l, scope, depth + 1);
+                let r = self.eval(r, scope, depth + 1);
+                binop(*op, l, r, expr)
+            }
+            Expr::IfExp { test, body, orelse } => {
+                let test = self.condition(test, scope, depth + 1);
+                let body = self.eval(body, scope, depth + 1);
+                let orelse = self.eval(orelse, scope, depth + 1);
+                select(test, body, orelse, expr)
+            }
+            Expr::Dict(_) | Expr::Other(_) => Val::Free(expr.to_string()),
+        }
+    }
+
+    /// Evaluates the object of an attribute or call without the pruning test: the whole
+    /// chain (`torch.version.cuda`) was already judged worth resolving.
+    fn eval_callee(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
+        match expr {
+            Expr::Name(name) => self.name(name, scope, depth + 1),
+            Expr::Attr(obj, attr) => self.attr(expr, obj, attr, scope, depth + 1),
+            _ => self.eval(expr, scope, depth + 1),
+        }
+    }
+
+    /// Cheap pruning: an expression that names no arch token, no rule, and no name of its own
+    /// module or function cannot depend on the architecture through anything gatefix knows.
+    fn worth_resolving(&self, expr: &Expr, scope: Scope) -> bool {
+        let text = expr.to_string();
+        if self.tokens.hit(text.as_bytes()) {
+            return true;
+        }
+        let base = base_name(expr);
+        base.is_some_and(|name| {
+            self.is_local(name, scope)
+                || scope.module.assigns.contains_key(name)
+                || scope.module.function_index.contains_key(name)
+        })
+    }
+
+    fn is_local(&self, name: &str, scope: Scope) -> bool {
+        match scope.locals {
+            Locals::None => false,
+            Locals::Bound(map) => map.contains_key(name),
+            Locals::Site { function, .. } => {
+                scope.module.locals.get(&function).is_some_and(|assigns| {
+                    assigns
+                        .iter()
+                        .any(|a| target_binds(&a.target, name).is_some())
+                }) || scope.module.functions[function]
+                    .params
+                    .iter()
+                    .any(|p| p.name == name)
+            }
+        }
+    }
+
+    fn name(&self, name: &str, scope: Scope, depth: u32) -> Val {
+        if let Some(val) = self.local(name, scope, depth) {
+            return val;
+        }
+        let module = &scope.module.module;
+        if let Some(val) = self.global(module, name, depth + 1) {
+            let is_flag =
+                scope.module.assigns.contains_key(name) || scope.module.imports.contains_key(name);
+            return match val {
+                Val::Pred(pred) if is_flag => Val::Pred(pred.with_form(Form::FlagUse)),
+                other => other,
+            };
+        }
+        if let Some(builtin) = python_builtin(name) {
+            return Val::Builtin(builtin);
+        }
+        if let Some(rule) = self.rules.any_module_value(name) {
+            return fact_value(rule.is, rule.call, rule.object.clone());
+        }
+        self.missing(name, &format!("`{name}` is not defined in module {module}"))
+    }
+
+    fn missing(&self, name: &str, reason: &str) -> Val {
+        if self.tokens.hit(name.as_bytes()) {
+            Val::Unknown(reason.to_string())
+        } else {
+            Val::Free(name.to_string())
+        }
+    }
+
+    fn local(&self, name: &str, scope: Scope, depth: u32) -> Option<Val> {
+        match scope.locals {
+            Locals::None => None,
+            Locals::Bound(map) => map.get(name).cloned(),
+            Locals::Site { function, byte } => {
+                let assigns = scope.module.locals.get(&function);
+                let last = assigns.and_then(|assigns| {
+                    assigns
+                        .iter()
+                        .rev()
+                        .filter(|a| a.byte < byte)
+                        .find_map(|a| target_binds(&a.target, name).map(|pos| (a, pos)))
+                });
+                if let Some((assign, position)) = last {
+                    let inner = Scope {
+                        module: scope.module,
+                        locals: Locals::Site {
+                            function,
+                            byte: assign.byte,
+                        },
+                    };
+                    let value = self.eval(&assign.value, inner, depth + 1);
+                    return Some(match position {
+                        None => value,
+                        Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
+                    });
+                }
+                let function = &scope.module.functions[function];
+                let param = function.params.iter().find(|p| p.name == name)?;
+                Some(param_value(param))
+            }
+        }
+    }
+
+    /// The value of `module.name`, following re-exports and star imports; `None` if absent.
+    pub fn global(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
+        let key = (module.to_string(), name.to_string());
+        if let Some(cached) = self.globals.lock().expect("no poisoned lock").get(&key) {
+            return cached.clone();
+        }
+        let val = self.global_uncached(module, name, depth);
+        self.globals
+            .lock()
+            .expect("no poisoned lock")
+            .insert(key, val.clone());
+        val
+    }
+
+    fn global_uncached(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
+        if depth > MAX_DEPTH {
+            return Some(Val::Unknown(format!(
+                "`{module}.{name}` is too deep to resolve"
+            )));
+        }
+        let qualified = format!("{module}.{name}");
+        if let Some(rule) = self.rules.value(&qualified) {
+            return Some(fact_value(rule.is, rule.call, rule.object.clone()));
+        }
+        if let Some(builtin) = known_external(&qualified) {
+            return Some(Val::Builtin(builtin));
+        }
+        let Some(ir) = self.index.get(module) else {
+            if self.index.is_module(&qualified) {
+                return Some(Val::Module(qualified));
+            }
+            // An arch-looking name outside the site is unknown (the caller says why); other
+            // names stay external so rules can still match deeper attributes.
+            return (!self.tokens.hit(name.as_bytes())).then_some(Val::External(qualified));
+        };
+        if ir.function_index.contains_key(name) {
+            return Some(Val::Func(FuncRef {
+                module: module.to_string(),
+                qualname: name.to_string(),
+            }));
+        }
+        if ir.named_tuples.iter().any(|n| n == name) {
+            return Some(Val::NamedTuple);
+        }
+        let scope = Scope {
+            module: &ir,
+            locals: Locals::None,
+        };
+        if let Some(expr) = ir.assigns.get(name) {
+            return Some(self.eval(expr, scope, depth + 1));
+        }
+        if let Some(import) = ir.imports.get(name) {
+            return self.import(import, depth + 1);
+        }
+        for star in &ir.star_imports {
+            if let Some(val) = self.global(star, name, depth + 1) {
+                return Some(val);
+            }
+        }
+        self.index
+            .is_module(&qualified)
+            .then_some(Val::Module(qualified))
+    }
+
+    fn import(&self, import: &Import, depth: u32) -> Option<Val> {
+        match import {
+            Import::Module(module) => Some(Val::Module(module.clone())),
+            Import::Member(module, member) => {
+                let qualified = format!("{module}.{member}");
+                if self.index.is_module(&qualified) {
+                    return Some(Val::Module(qualified));
+                }
+                self.global(module, member, depth).or_else(|| {
+                    let why = if self.index.is_module(module) {
+                        format!("`{member}` is imported from {module}, which does not define it statically")
+                    } else {
+                        format!("`{member}` is imported from {module}, which is not in the site")
+                    };
+                    Some(self.missing(member, &why))
+                })
+            }
+        }
+    }
+
+    fn attr(&self, whole: &Expr, obj: &Expr, attr: &str, scope: Scope, depth: u32) -> Val {
+        let base = self.eval_callee(obj, scope, depth);
+        match base {
+            Val::Module(module) => self.global(&module, attr, depth + 1).unwrap_or_else(|| {
+                self.missing(attr, &format!("`{attr}` is not defined in module {module}"))
+            }),
+            Val::External(name) => self.global(&name, attr, depth + 1).unwrap_or_else(|| {
+                self.missing(attr, &format!("`{name}.{attr}` is not in the site"))
+            }),
+            Val::DevObj => match attr {
+                "major" => Val::Dev(DevVar::Major),
+                "minor" => Val::Dev(DevVar::Minor),
+                "to_int" => Val::Builtin(Builtin::ToInt),
+                _ => Val::Free(whole.to_string()),
+            },
+            Val::Cuda { .. } if attr == "split" => Val::Builtin(Builtin::CudaSplit),
+            Val::Object(kind) => self.object_attr(&kind, attr, whole, depth),
+            Val::Unknown(reason) => Val::Unknown(reason),
+            _ => Val::Free(whole.to_string()),
+        }
+    }
+
+    fn object_attr(&self, kind: &str, attr: &str, whole: &Expr, depth: u32) -> Val {
+        if self
+            .rules
+            .methods
+            .contains_key(&(kind.to_string(), attr.to_string()))
+        {
+            return Val::Method(kind.to_string(), attr.to_string());
+        }
+        if let Some(rule) = self.rules.any_module_value(attr) {
+            return fact_value(rule.is, rule.call, rule.object.clone());
+        }
+        if let Some(table) = self.rules.probe_tables.get(kind) {
+            for dict in &table.tables {
+                let Some(function) = self.probe_entry(dict, attr) else {
+                    continue;
+                };
+                let Some(callee) = self.global(&table.functions, &function, depth + 1) else {
+                    return Val::Unknown(format!(
+                        "probe `{attr}` names `{function}`, not found in {}",
+                        table.functions
+                    ));
+                };
+                let value = self.call(callee, Vec::new(), Vec::new(), whole, depth + 1);
+                return match value {
+                    Val::Pred(pred) => Val::Pred(pred.with_form(Form::PlatformAttr)),
+                    other => other,
+                };
+            }
+            return self.missing(
+                attr,
+                &format!("`{attr}` is not in the probe tables of {kind}"),
+            );
+        }
+        self.missing(attr, &format!("no rule says what `{kind}.{attr}` means"))
+    }
+
+    /// Looks `attr` up in a module-level dict literal of string keys and values.
+    fn probe_entry(&self, dict: &str, attr: &str) -> Option<String> {
+        let (module, name) = dict.rsplit_once('.')?;
+        let ir = self.index.get(module)?;
+        let Expr::Dict(pairs) = ir.assigns.get(name)? else {
+            return None;
+        };
+        pairs.iter().find_map(|(k, v)| match (k, v) {
+            (Expr::Str(key), Expr::Str(value)) if key == attr => Some(value.clone()),
+            _ => None,
+        })
+    }
+
+    fn call(
+        &self,
+        callee: Val,
+        args: Vec<Val>,
+        kwargs: Vec<(String, Val)>,
+        expr: &Expr,
+        depth: u32,
+    ) -> Val {
+        match callee {
+            Val::Func(func) => self.call_function(&func, args, kwargs, expr, depth + 1),
+            Val::Partial(func, mut bound, mut bound_kw) => {
+                bound.extend(args);
+                bound_kw.extend(kwargs);
+                self.call_function(&func, bound, bound_kw, expr, depth + 1)
+            }
+            Val::Builtin(builtin) => call_builtin(builtin, args, expr),
+            Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
+            Val::NamedTuple => Val::Seq(args),
+            Val::Unknown(reason) => Val::Unknown(reason),
+            _ => Val::Free(expr.to_string()),
+        }
+    }
+
+    fn call_method(&self, kind: &str, name: &str, args: Vec<Val>, expr: &Expr, depth: u32) -> Val {
+        let Some(method) = self
+            .rules
+            .methods
+            .get(&(kind.to_string(), name.to_string()))
+        else {
+            return Val::Unknown(format!("no rule for `{kind}.{name}`"));
+        };
+        if let Some(fact) = method.call {
+            return fact_value(None, Some(fact), None).called();
+        }
+        let tuple_arg = matches!(args.first(), Some(Val::Seq(_)));
+        let admits = if tuple_arg {
+            method.admits_tuple.as_ref().or(method.admits.as_ref())
+        } else {
+            method.admits.as_ref()
+        };
+        let Some(admits) = admits else {
+            return Val::Unknown(format!(
+                "the rule for `{kind}.{name}` has no admits for `{expr}`"
+            ));
+        };
+        let val = self.eval_rule(admits, args, Vec::new(), &[], depth);
+        match val {
+            Val::Pred(pred) => Val::Pred(pred.with_form(Form::PlatformMethod)),
+            other => other,
+        }
+    }
+
+    /// Evaluates a rule expression with the device names and the call's arguments bound.
+    fn eval_rule(
+        &self,
+        admits: &Expr,
+        args: Vec<Val>,
+        kwargs: Vec<(String, Val)>,
+        params: &[Param],
+        depth: u32,
+    ) -> Val {
+        let mut bound: HashMap<String, Val> = HashMap::from([
+            ("major".to_string(), Val::Dev(DevVar::Major)),
+            ("minor".to_string(), Val::Dev(DevVar::Minor)),
+            ("sm".to_string(), Val::Dev(DevVar::Sm)),
+            ("capability".to_string(), Val::Dev(DevVar::Cap)),
+            ("cuda".to_string(), Val::Cuda { numeric: true }),
+            ("version".to_string(), Val::Builtin(Builtin::Version)),
+        ]);
+        for (i, arg) in args.iter().enumerate() {
+            bound.insert(format!("arg{i}"), arg.clone());
+            if let Some(param) = params.get(i) {
+                bound.insert(param.name.clone(), arg.clone());
+            }
+        }
+        bound.extend(kwargs);
+        let empty = std::sync::Arc::new(ModuleIr::default());
+        let scope = Scope {
+            module: &empty,
+            locals: Locals::Bound(&bound),
+        };
+        self.eval(admits, scope, depth + 1)
+    }
+
+    fn call_function(
+        &self,
+        func: &FuncRef,
+        args: Vec<Val>,
+        kwargs: Vec<(String, Val)>,
+        expr: &Expr,
+        depth: u32,
+    ) -> Val {
+        let bare = func.qualname.rsplit('.').next().unwrap_or(&func.qualname);
+        if let Some(rule) = self.rules.any_module_value(bare) {
+            return fact_value(rule.is, rule.call, rule.object.clone()).called();
+        }
+        let Some(ir) = self.index.get(&func.module) else {
+            return Val::Unknown(format!("module {} could not be read", func.module));
+        };
+        let Some(function) = ir.function(&func.qualname) else {
+            return Val::Unknown(format!("`{}` vanished from {}", func.qualname, func.module));
+        };
+        let qualified = format!("{}.{}", func.module, func.qualname);
+        if let Some(admits) = self.rules.helpers.get(&qualified) {
+            let val = self.eval_rule(admits, args, kwargs, &function.params, depth);
+            return relabel(val, Form::HelperCall);
+        }
+        if let Some(rule) = self.rules.value(&qualified) {
+            return fact_value(rule.is, rule.call, rule.object.clone()).called();
+        }
+        if !function.archy {
+            return Val::Free(expr.to_string());
+        }
+        let Some(body) = &function.body else {
+            return Val::Unknown(format!(
+                "`{}` ({}:{}) is too large to infer; declare it in rules",
+                func.qualname, func.module, function.line
+            ));
+        };
+        let memoizable = args.is_empty() && kwargs.is_empty();
+        if memoizable && let Some(val) = self.calls.lock().expect("no poisoned lock").get(func) {
+            return val.clone();
+        }
+        let mut env = HashMap::new();
+        for (i, param) in function.params.iter().enumerate() {
+            let value = args
+                .get(i)
+                .cloned()
+                .or_else(|| {
+                    kwargs
+                        .iter()
+                        .find(|(k, _)| *k == param.name)
+                        .map(|(_, v)| v.clone())
+                })
+                .or_else(|| {
+                    param.default.as_ref().map(|d| {
+                        let scope = Scope {
+                            module: &ir,
+                            locals: Locals::None,
+                        };
+                        self.eval(d, scope, depth + 1)
+                    })
+                })
+                .unwrap_or_else(|| param_value(param));
+            env.insert(param.name.clone(), value);
+        }
+        let mut returns = Vec::new();
+        let falls_through = self.exec(
+            body,
+            &mut env,
+            Pred::Const(true),
+            &ir,
+            &mut returns,
+            func,
+            depth + 1,
+        );
+        if falls_through != Pred::Const(false) {
+            returns.push((falls_through, Val::NoneV));
+        }
+        let val = relabel(combine_returns(returns, func), Form::HelperCall);
+        if memoizable {
+            self.calls
+                .lock()
+                .expect("no poisoned lock")
+                .insert(func.clone(), val.clone());
+        }
+        val
+    }
+
+    /// Runs statements abstractly, collecting `(path condition, returned value)`; returns the
+    /// condition under which control falls through.
+    #[allow(clippy::too_many_arguments)]
+    fn exec(
+        &self,
+        body: &[Stmt],
+        env: &mut HashMap<String, Val>,
+        mut path: Pred,
+        module: &SharedModule,
+        returns: &mut Vec<(Pred, Val)>,
+        func: &FuncRef,
+        depth: u32,
+    ) -> Pred {
+        for stmt in body {
+            if path == Pred::Const(false) {
+                break;
+            }
+            match stmt {
+                Stmt::Return(value) => {
+                    let val = match value {
+                        Some(expr) => self.eval(expr, bound_scope(module, env), depth + 1),
+                        None => Val::NoneV,
+                    };
+                    returns.push((path.clone(), val));
+                    path = Pred::Const(false);
+                }
+                Stmt::Assign { targets, value } => {
+                    let val = self.eval(value, bound_scope(module, env), depth + 1);
+                    for target in targets {
+                        bind(env, target, &val, value);
+                    }
+                }
+                Stmt::If { test, body, orelse } => {
+                    let test = self.condition(test, bound_scope(module, env), depth + 1);
+                    let mut then_env = env.clone();
+                    let then_path = Pred::and(vec![path.clone(), test.clone()]);
+                    let else_path = Pred::and(vec![path.clone(), test.negate()]);
+                    let after_then = self.exec(
+                        body,
+                        &mut then_env,
+                        then_path,
+                        module,
+                        returns,
+                        func,
+                        depth + 1,
+                    );
+                    let after_else =
+                        self.exec(orelse, env, else_path, module, returns, func, depth + 1);
+                    if after_else == Pred::Const(false) {
+                        *env = then_env;
+                    }
+                    path = Pred::or(vec![after_then, after_else]);
+                }
+                Stmt::Opaque { returns: true } => {
+                    returns.push((
+                        path.clone(),
+                        Val::Unknown(format!(
+                            "`{}` returns from a loop or statement gatefix does not model",
+                            func.qualname
+                        )),
+                    ));
+                }
+                Stmt::Opaque { returns: false } => {}
+            }
+        }
+        path
+    }
+
+    fn compare_chain(&self, first: &Expr, rest: &[(CmpOp, Expr)], scope: Scope, depth: u32) -> Val {
+        let mut left = self.eval(first, scope, depth + 1);
+        let mut left_expr = first;
+        let mut parts = Vec::new();
+        for (op, right_expr) in rest {
+            let right = self.eval(right_expr, scope, depth + 1);
+            let text = format!("{left_expr} {} {right_expr}", op.symbol());
+            parts.push(compare(left, *op, right.clone(), &text));
+            left = right;
+            left_expr = right_expr;
+        }
+        if parts.len() == 1 {
+            return parts.pop().expect("one comparison");
+        }
+        Val::Pred(Pred::and(
+            parts
+                .into_iter()
+                .map(|v| to_pred(v, &Expr::Other(String::new())))
+                .collect(),
+        ))
+    }
+}
+
+fn bound_scope<'s>(module: &'s SharedModule, env: &'s HashMap<String, Val>) -> Scope<'s> {
+    Scope {
+        module,
+        locals: Locals::Bound(env),
+    }
+}
+
+fn bind(env: &mut HashMap<String, Val>, target: &Target, val: &Val, expr: &Expr) {
+    match target {
+        Target::Name(name) => {
+            env.insert(name.clone(), val.clone());
+        }
+        Target::Tuple(names) => {
+            for (i, name) in names.iter().enumerate() {
+                if let Some(name) = name {
+                    env.insert(
+                        name.clone(),
+                        subscript(val.clone(), Val::Int(i as i64), expr),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `Some(None)` when the target is the name itself, `Some(Some(i))` when it is the i-th of a
+/// tuple target, `None` when it does not bind the name.
+fn target_binds(target: &Target, name: &str) -> Option<Option<usize>> {
+    match target {
+        Target::Name(n) => (n == name).then_some(None),
+        Target::Tuple(names) => names
+            .iter()
+            .position(|n| n.as_deref() == Some(name))
+            .map(Some),
+    }
+}
+
+/// What an unbound parameter is: a device capability when annotated so (vllm backends'
+/// `supports_compute_capability(cls, capability: DeviceCapability)`), else free.
+fn param_value(param: &Param) -> Val {
+    match &param.annotation {
+        Some(annotation) if annotation.contains("DeviceCapability") => Val::DevObj,
+        _ => Val::Free(param.name.clone()),
+    }
+}
+
+fn base_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Name(name) => Some(name),
+        Expr::Attr(obj, _) | Expr::Subscript(obj, _) => base_name(obj),
+        Expr::Call { func, .. } => base_name(func),
+        _ => None,
+    }
+}
+
+fn relabel(val: Val, form: Form) -> Val {
+    match val {
+        Val::Pred(pred) => Val::Pred(pred.with_form(form)),
+        other => other,
+    }
+}
+
+impl Val {
+    /// The value a fact-returning callable gives when called.
+    fn called(self) -> Val {
+        match self {
+            Val::Builtin(Builtin::Fact(fact, object)) => fact_to_val(fact, object),
+            other => other,
+        }
+    }
+}
+
+fn fact_value(is: Option<Fact>, call: Option<Fact>, object: Option<String>) -> Val {
+    match (is, call) {
+        (Some(fact), _) => fact_to_val(fact, object),
+        (None, Some(fact)) => Val::Builtin(Builtin::Fact(fact, object)),
+        (None, None) => Val::Unknown("a rule declares neither `is` nor `call`".into()),
+    }
+}
+
+fn fact_to_val(fact: Fact, object: Option<String>) -> Val {
+    match fact {
+        Fact::Capability => Val::Dev(DevVar::Cap),
+        Fact::CapabilityObject => Val::DevObj,
+        Fact::Major => Val::Dev(DevVar::Major),
+        Fact::Minor => Val::Dev(DevVar::Minor),
+        Fact::Sm => Val::Dev(DevVar::Sm),
+        Fact::Cuda => Val::Cuda { numeric: false },
+        Fact::True => Val::Bool(true),
+        Fact::False => Val::Bool(false),
+        Fact::None => Val::NoneV,
+        Fact::Platform => Val::Object(object.unwrap_or_default()),
+    }
+}
+
+fn python_builtin(name: &str) -> Option<Builtin> {
+    Some(match name {
+        "tuple" | "list" => Builtin::Tuple,
+        "map" => Builtin::Map,
+        "int" => Builtin::Int,
+        _ => return None,
+    })
+}
+
+fn known_external(qualified: &str) -> Option<Builtin> {
+    Some(match qualified {
+        "functools.lru_cache" | "functools.cache" => Builtin::Cache,
+        "functools.partial" => Builtin::Partial,
+        _ => return None,
+    })
+}
+
+fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
+    let mut args = args.into_iter();
+    let first = args.next();
+    match builtin {
+        // `lru_cache(maxsize=1)` is a decorator factory; `lru_cache(f)` is f, cached.
+        Builtin::Cache => match first {
+            Some(f @ (Val::Func(_) | Val::Partial(..))) => f,
+            _ => Val::Builtin(Builtin::Cache),
+        },
+        Builtin::Partial => match first {
+            Some(Val::Func(func)) => Val::Partial(func, args.collect(), Vec::new()),
+            _ => Val::Free(expr.to_string()),
+        },
+        Builtin::Tuple | Builtin::Version => match first {
+            Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
+            Some(v @ (Val::Seq(_) | Val::Str(_) | Val::Dev(_))) => v,
+            _ => Val::Free(expr.to_string()),
+        },
+        Builtin::Map => match args.next() {
+            Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
+            _ => Val::Free(expr.to_string()),
+        },
+        Builtin::Int => match first {
+            Some(v @ (Val::Int(_) | Val::Dev(_))) => v,
+            _ => Val::Free(expr.to_string()),
+        },
+        Builtin::ToInt => Val::Dev(DevVar::Sm),
+        Builtin::CudaSplit => Val::Cuda { numeric: false },
+        Builtin::Fact(fact, object) => fact_to_val(fact, object),
+    }
+}
+
+fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
+    match (value, index) {
+        (Val::Dev(DevVar::Cap) | Val::DevObj, Val::Int(0)) => Val::Dev(DevVar::Major),
+        (Val::Dev(DevVar::Cap) | Val::DevObj, Val::Int(1)) => Val::Dev(DevVar::Minor),
+        (Val::Seq(items), Val::Int(i)) => {
+            let len = items.len() as i64;
+            let i = if i < 0 { i + len } else { i };
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| items.into_iter().nth(i))
+                .unwrap_or_else(|| Val::Free(expr.to_string()))
+        }
+        // `torch.version.cuda.split(".")[:2]` keeps being the CUDA version.
+        (cuda @ Val::Cuda { .. }, _) => cuda,
+        (Val::Unknown(reason), _) => Val::Unknown(reason),
+        (Val::Dev(_), _) => Val::Unknown(format!("cannot index the device value in `{expr}`")),
+        _ => Val::Free(expr.to_string()),
+    }
+}
+
+fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
+    match (op, l, r) {
+        (BinOp::FloorDiv, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Major),
+        (BinOp::Mod, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Minor),
+        (BinOp::Mul, Val::Dev(DevVar::Major), Val::Int(10))
+        | (BinOp::Mul, Val::Int(10), Val::Dev(DevVar::Major)) => Val::MajorTimesTen,
+        (BinOp::Add, Val::MajorTimesTen, Val::Dev(DevVar::Minor))
+        | (BinOp::Add, Val::Dev(DevVar::Minor), Val::MajorTimesTen) => Val::Dev(DevVar::Sm),
+        (BinOp::FloorDiv, Val::Int(a), Val::Int(b)) if b != 0 => Val::Int(a.div_euclid(b)),
+        (BinOp::Mod, Val::Int(a), Val::Int(b)) if b != 0 => Val::Int(a.rem_euclid(b)),
+        (BinOp::Mul, Val::Int(a), Val::Int(b)) => a
+            .checked_mul(b)
+            .map_or(Val::Free(expr.to_string()), Val::Int),
+        (BinOp::Add, Val::Int(a), Val::Int(b)) => a
+            .checked_add(b)
+            .map_or(Val::Free(expr.to_string()), Val::Int),
+        (BinOp::Sub, Val::Int(a), Val::Int(b)) => a
+            .checked_sub(b)
+            .map_or(Val::Free(expr.to_string()), Val::Int),
+        (_, Val::Unknown(reason), _) | (_, _, Val::Unknown(reason)) => Val::Unknown(reason),
+        (_, l, r) if is_device(&l) || is_device(&r) => Val::Unknown(format!(
+            "arithmetic on the device value in `{expr}` is not modelled"
+        )),
+        _ => Val::Free(expr.to_string()),
+    }
+}
+
+fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
+    let boolish = |v: &Val| matches!(v, Val::Pred(_) | Val::Bool(_));
+    if boolish(&body) && boolish(&orelse) {
+        let body = to_pred(body, expr);
+        let orelse = to_pred(orelse, expr);
+        return Val::Pred(Pred::or(vec![
+            Pred::and(vec![test.clone(), body]),
+            Pred::and(vec![test.negate(), orelse]),
+        ]));
+    }
+    match test {
+        Pred::Const(true) => body,
+        Pred::Const(false) => orelse,
+        _ => Val::Free(expr.to_string()),
+    }
+}
+
+fn is_device(val: &Val) -> bool {
+    matches!(val, Val::Dev(_) | Val::DevObj | Val::MajorTimesTen)
+}
+
+/// The device quantity a value stands for, if any.
+fn as_dev(val: &Val) -> Option<DevVar> {
+    match val {
+        Val::Dev(var) => Some(*var),
+        Val::DevObj => Some(DevVar::Cap),
+        Val::Seq(items) => match items.as_slice() {
+            [Val::Dev(DevVar::Major), Val::Dev(DevVar::Minor)] => Some(DevVar::Cap),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn as_int(val: &Val) -> Option<i64> {
+    match val {
+        Val::Int(n) => Some(*n),
+        Val::Bool(b) => Some(*b as i64),
+        _ => None,
+    }
+}
+
+fn as_pair(val: &Val) -> Option<(i64, i64)> {
+    match val {
+        Val::Seq(items) if items.len() == 2 => Some((as_int(&items[0])?, as_int(&items[1])?)),
+        _ => None,
+    }
+}
+
+/// The right-hand side of a device comparison, if it is a literal of the right shape.
+fn rhs_for(var: DevVar, op: CmpOp, val: &Val) -> Option<Rhs> {
+    let membership = matches!(op, CmpOp::In | CmpOp::NotIn);
+    match (var, membership, val) {
+        (DevVar::Cap, false, v) => as_pair(v).map(|(a, b)| Rhs::Pair(a, b)),
+        (DevVar::Cap, true, Val::Seq(items)) => items
+            .iter()
+            .map(as_pair)
+            .collect::<Option<Vec<_>>>()
+            .map(Rhs::Pairs),
+        (_, false, v) => as_int(v).map(Rhs::Int),
+        (_, true, Val::Seq(items)) => items
+            .iter()
+            .map(as_int)
+            .collect::<Option<Vec<_>>>()
+            .map(Rhs::Ints),
+        _ => None,
+    }
+}
+
+fn dev_form(var: DevVar, op: CmpOp) -> Form {
+    match (var, op) {
+        (_, CmpOp::In | CmpOp::NotIn) => Form::CapabilityMembership,
+        (DevVar::Sm, _) => Form::SmCompare,
+        _ => Form::CapabilityCompare,
+    }
+}
+
+fn dev_atom(var: DevVar, op: CmpOp, rhs: Rhs) -> Val {
+    // A one-element set reads better as an equality.
+    let (op, rhs) = match (op, rhs) {
+        (CmpOp::In, Rhs::Ints(set)) if set.len() == 1 => (CmpOp::Eq, Rhs::Int(set[0])),
+        (CmpOp::NotIn, Rhs::Ints(set)) if set.len() == 1 => (CmpOp::Ne, Rhs::Int(set[0])),
+        (CmpOp::In, Rhs::Pairs(set)) if set.len() == 1 => {
+            (CmpOp::Eq, Rhs::Pair(set[0].0, set[0].1))
+        }
+        (CmpOp::NotIn, Rhs::Pairs(set)) if set.len() == 1 => {
+            (CmpOp::Ne, Rhs::Pair(set[0].0, set[0].1))
+        }
+        (CmpOp::Is, rhs) => (CmpOp::Eq, rhs),
+        (CmpOp::IsNot, rhs) => (CmpOp::Ne, rhs),
+        other => other,
+    };
+    Val::Pred(Pred::atom(Atom::Dev { var, op, rhs }, dev_form(var, op)))
+}
+
+fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
+    if let Some(var) = as_dev(&left) {
+        return match rhs_for(var, op, &right) {
+            Some(rhs) => dev_atom(var, op, rhs),
+            None => Val::Unknown(format!(
+                "`{text}` compares the device with a value gatefix cannot resolve"
+            )),
+        };
+    }
+    if let Some(var) = as_dev(&right) {
+        return match (
+            op.flipped(),
+            rhs_for(var, op.flipped().unwrap_or(op), &left),
+        ) {
+            (Some(flipped), Some(rhs)) => dev_atom(var, flipped, rhs),
+            _ => Val::Unknown(format!(
+                "`{text}` compares the device with a value gatefix cannot resolve"
+            )),
+        };
+    }
+    if let Some(val) = compare_cuda(&left, op, &right) {
+        return val;
+    }
+    if let Some(val) = compare_cuda(&right, op.flipped().unwrap_or(op), &left) {
+        return val;
+    }
+    match (&left, &right) {
+        (Val::Unknown(reason), _) | (_, Val::Unknown(reason)) => Val::Unknown(reason.clone()),
+        (Val::Int(a), Val::Int(b)) if !matches!(op, CmpOp::In | CmpOp::NotIn) => {
+            Val::Bool(op.holds(a, b))
+        }
+        (Val::Str(a), Val::Str(b)) if !matches!(op, CmpOp::In | CmpOp::NotIn) => {
+            Val::Bool(op.holds(a, b))
+        }
+        (Val::NoneV, Val::NoneV) => Val::Bool(matches!(op, CmpOp::Is | CmpOp::Eq)),
+        (Val::NoneV, other) | (other, Val::NoneV) if is_concrete(other) => {
+            Val::Bool(matches!(op, CmpOp::IsNot | CmpOp::Ne))
+        }
+        (l, Val::Seq(items)) if matches!(op, CmpOp::In | CmpOp::NotIn) && as_int(l).is_some() => {
+            let contained = items.iter().any(|i| as_int(i) == as_int(l));
+            Val::Bool(contained == (op == CmpOp::In))
+        }
+        _ => Val::Free(text.to_string()),
+    }
+}
+
+fn is_concrete(val: &Val) -> bool {
+    matches!(
+        val,
+        Val::Int(_) | Val::Str(_) | Val::Bool(_) | Val::Cuda { .. } | Val::Dev(_) | Val::DevObj
+    )
+}
+
+fn compare_cuda(left: &Val, op: CmpOp, right: &Val) -> Option<Val> {
+    let Val::Cuda { numeric } = left else {
+        return None;
+    };
+    let (version, string) = match right {
+        Val::Str(text) => {
+            let mut parts = text.split('.').map(|p| p.trim().parse::<u32>());
+            let major = parts.next()?.ok()?;
+            let minor = parts.next().unwrap_or(Ok(0)).ok()?;
+            ((major, minor), (!numeric).then(|| text.clone()))
+        }
+        Val::Seq(items) if *numeric => {
+            let major = u32::try_from(as_int(items.first()?)?).ok()?;
+            let minor = items
+                .get(1)
+                .and_then(as_int)
+                .map_or(Some(0), |m| u32::try_from(m).ok())?;
+            ((major, minor), None)
+        }
+        _ => return None,
+    };
+    if matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot) {
+        return None;
+    }
+    Some(Val::Pred(Pred::atom(
+        Atom::Cuda {
+            op,
+            version,
+            string,
+        },
+        Form::HelperCall,
+    )))
+}
+
+/// Truthiness of a value used as a condition.
+pub fn to_pred(val: Val, expr: &Expr) -> Pred {
+    match val {
+        Val::Pred(pred) => pred,
+        Val::Bool(b) => Pred::Const(b),
+        Val::NoneV => Pred::Const(false),
+        Val::Int(n) => Pred::Const(n != 0),
+        Val::Str(s) => Pred::Const(!s.is_empty()),
+        Val::Seq(items) => Pred::Const(!items.is_empty()),
+        Val::Free(text) | Val::External(text) => Pred::free(text),
+        Val::Unknown(reason) => Pred::unknown(reason, Form::HelperCall),
+        // A device number, the CUDA version string, a function or module: truthy on NVIDIA.
+        _ => {
+            let _ = expr;
+            Pred::Const(true)
+        }
+    }
+}
+
+/// Folds a function's returns into one value: a predicate when they are boolean, the single
+/// value when only one path returns, unknown when the paths disagree in kind.
+fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
+    let live: Vec<(Pred, Val)> = returns
+        .into_iter()
+        .filter(|(path, _)| *path != Pred::Const(false))
+        .collect();
+    if let [(path, val)] = live.as_slice() {
+        return match (path, val) {
+            (Pred::Const(true), v) => v.clone(),
+            (p, v @ (Val::Pred(_) | Val::Bool(_) | Val::NoneV)) => Val::Pred(Pred::and(vec![
+                p.clone(),
+                to_pred(v.clone(), &Expr::NoneLit),
+            ])),
+            (_, v) => v.clone(),
+        };
+    }
+    let boolean = live.iter().all(|(_, v)| {
+        matches!(
+            v,
+            Val::Pred(_) | Val::Bool(_) | Val::NoneV | Val::Free(_) | Val::Unknown(_)
+        )
+    });
+    if boolean {
+        return Val::Pred(Pred::or(
+            live.into_iter()
+                .map(|(path, val)| Pred::and(vec![path, to_pred(val, &Expr::NoneLit)]))
+                .collect(),
+        ));
+    }
+    // Non-boolean returns on arch-dependent paths: which value wins depends on the device.
+    if live.iter().any(|(path, _)| path.is_arch_dependent()) {
+        return Val::Unknown(format!(
+            "`{}` returns different values per architecture",
+            func.qualname
+        ));
+    }
+    Val::Free(format!("{}()", func.qualname))
+}

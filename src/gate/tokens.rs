@@ -1,0 +1,113 @@
+//! The literal tokens every gate form starts from. One aho-corasick automaton over them is the
+//! file prefilter (may over-match, never under-match) and the cheap "could this expression
+//! depend on the architecture?" test that keeps resolution off unrelated code.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// Tokens of the built-in forms (docs/gates.md F1–F12). Every gate has at least one of these
+/// in its own text, in the text of a same-module name it uses, or in a rule-declared name.
+pub const FORM_TOKENS: &[&str] = &[
+    "capabilit", // get_device_capability, has_device_capability, compute_capability ...
+    "is_sm",     // is_sm90_supported, is_sm100, is_sm120a_supported ...
+    "_sm1",      // _is_sm100, get_device_sm... kept broad: names like use_sm100_path
+    "_sm8",
+    "_sm9",
+    "sm_version", // sm_version < 90
+    "device_sm",  // get_device_sm(), get_platform().device_sm
+    "blackwell",
+    "hopper",
+    "ampere",
+    "get_platform",   // sglang platform object
+    "major_versions", // supported_major_versions=[...]
+    "get_nvcc_flags_list",
+    "get_device_properties",
+    "arch_support", // is_arch_support_pdl
+];
+
+/// Extra tokens that matter while resolving (CUDA version atoms) but that alone do not make a
+/// file worth parsing.
+pub const RESOLVE_TOKENS: &[&str] = &["version.cuda", "cuda_version"];
+
+/// A compiled token set.
+#[derive(Clone, Debug)]
+pub struct Tokens {
+    automaton: AhoCorasick,
+    count: usize,
+}
+
+impl Tokens {
+    pub fn new<I, S>(tokens: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut list: Vec<String> = tokens
+            .into_iter()
+            .map(|s| s.as_ref().to_ascii_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect();
+        list.sort();
+        list.dedup();
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&list)
+            .expect("token automaton builds from plain literals");
+        Tokens {
+            automaton,
+            count: list.len(),
+        }
+    }
+
+    /// True when the bytes contain any token.
+    pub fn hit(&self, bytes: &[u8]) -> bool {
+        self.count > 0 && self.automaton.is_match(bytes)
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// The file prefilter: form tokens plus the names that rules declare.
+pub fn prefilter_tokens(rule_names: &[String]) -> Tokens {
+    Tokens::new(
+        FORM_TOKENS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(rule_names.iter().map(|name| last_segment(name).to_string())),
+    )
+}
+
+/// The resolution filter: form tokens, CUDA-version tokens, and the names rules mention
+/// (as `Rules::resolve_names` spells them).
+pub fn resolve_tokens(rule_names: &[String]) -> Tokens {
+    Tokens::new(
+        FORM_TOKENS
+            .iter()
+            .chain(RESOLVE_TOKENS)
+            .map(|s| s.to_string())
+            .chain(rule_names.iter().cloned()),
+    )
+}
+
+fn last_segment(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_case_insensitively_and_rule_names() {
+        let tokens = prefilter_tokens(&["vllm.platforms.current_platform".to_string()]);
+        assert!(tokens.hit(b"if IS_SM100: pass"));
+        assert!(tokens.hit(b"x = current_platform.foo()"));
+        assert!(!tokens.hit(b"import os\nprint('hello')\n"));
+    }
+}

@@ -1,0 +1,118 @@
+//! `--format human`: gates grouped by distribution and file, evaluations per target, and a
+//! closing summary. Colour only when stdout is a terminal.
+
+use std::fmt::Write;
+
+use super::AuditReport;
+use crate::gate::predicate::{Admits, collapse_whitespace};
+
+struct Palette {
+    on: bool,
+}
+
+impl Palette {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+pub fn render(report: &AuditReport, color: bool) -> String {
+    let palette = Palette { on: color };
+    let mut out = String::new();
+    let mut current_dist: Option<String> = None;
+    let mut current_file: Option<&str> = None;
+    let mut counts = vec![[0usize; 3]; report.targets.len()];
+    let mut gates: Vec<_> = report.result.gates.iter().collect();
+    gates.sort_by(|a, b| (dist_label(a), &a.file, a.line).cmp(&(dist_label(b), &b.file, b.line)));
+    for gate in gates {
+        let dist = dist_label(gate);
+        if current_dist.as_deref() != Some(dist.as_str()) {
+            let _ = writeln!(out, "\n{}", palette.paint("1", &dist));
+            current_dist = Some(dist);
+            current_file = None;
+        }
+        if current_file != Some(gate.file.as_str()) {
+            let _ = writeln!(out, "  {}", palette.paint("36", &gate.file));
+            current_file = Some(&gate.file);
+        }
+        let location = match &gate.function {
+            Some(f) => format!("{}:{} in {f}", gate.line, gate.column),
+            None => format!("{}:{}", gate.line, gate.column),
+        };
+        let _ = writeln!(out, "    {location}  [{}]", gate.form.name());
+        let _ = writeln!(
+            out,
+            "      gate:  {}",
+            shorten(&collapse_whitespace(&gate.text), 160)
+        );
+        let _ = writeln!(
+            out,
+            "      means: {}",
+            shorten(&gate.predicate.to_string(), 200)
+        );
+        let mut parts = Vec::new();
+        for (i, (target, admits)) in report.targets.iter().zip(report.admits(gate)).enumerate() {
+            let (code, slot) = match admits {
+                Admits::Yes => ("32", 0),
+                Admits::No => ("31", 1),
+                Admits::Unknown(_) => ("33", 2),
+            };
+            counts[i][slot] += 1;
+            let word = palette.paint(code, admits.word());
+            match admits {
+                Admits::Unknown(why) => parts.push(format!("{target} {word} ({})", why.join("; "))),
+                _ => parts.push(format!("{target} {word}")),
+            }
+        }
+        let _ = writeln!(out, "      admits: {}", parts.join(", "));
+    }
+    summary(report, &counts, &mut out);
+    out
+}
+
+fn dist_label(gate: &crate::scan::Gate) -> String {
+    match (&gate.dist, &gate.dist_version) {
+        (Some(name), Some(version)) => format!("{name} {version}"),
+        (Some(name), None) => name.clone(),
+        _ => "(files outside any distribution)".to_string(),
+    }
+}
+
+fn summary(report: &AuditReport, counts: &[[usize; 3]], out: &mut String) {
+    let stats = &report.result.stats;
+    let _ = writeln!(
+        out,
+        "\n{} gates in {} Python files ({} parsed after the prefilter); CUDA {}",
+        report.result.gates.len(),
+        stats.python_files,
+        stats.prefilter_hits,
+        report
+            .cuda
+            .map_or("unknown".to_string(), |c| c.text.clone()),
+    );
+    for (target, [yes, no, unknown]) in report.targets.iter().zip(counts) {
+        let _ = writeln!(
+            out,
+            "  {target}: {yes} admit, {no} block, {unknown} unknown"
+        );
+    }
+    if !report.result.warnings.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {} warnings (see stderr)",
+            report.result.warnings.len()
+        );
+    }
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}…")
+}

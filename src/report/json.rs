@@ -1,0 +1,82 @@
+//! `--format json`: one document on stdout; the field names are a contract (README).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::AuditReport;
+use crate::gate::predicate::Admits;
+use crate::site::Distribution;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    gatefix: &'static str,
+    site: String,
+    targets: Vec<String>,
+    cuda: Option<&'a str>,
+    distributions: &'a [Distribution],
+    gates: Vec<Value>,
+    warnings: Vec<Value>,
+}
+
+pub fn render(report: &AuditReport) -> String {
+    let mut distributions = report.site.distributions.clone();
+    distributions.sort();
+    let gates = report
+        .result
+        .gates
+        .iter()
+        .map(|gate| {
+            let admits = report.admits(gate);
+            let mut admits_map = Map::new();
+            let mut reasons = Vec::new();
+            for (target, value) in report.targets.iter().zip(&admits) {
+                admits_map.insert(target.to_string(), Value::from(value.word()));
+                if let Admits::Unknown(why) = value {
+                    for reason in why {
+                        if !reasons.contains(reason) {
+                            reasons.push(reason.clone());
+                        }
+                    }
+                }
+            }
+            serde_json::json!({
+                "id": gate.id,
+                "dist": gate.dist,
+                "dist_version": gate.dist_version,
+                "file": gate.file,
+                "line": gate.line,
+                "column": gate.column,
+                "end_line": gate.end_line,
+                "end_column": gate.end_column,
+                "function": gate.function,
+                "form": gate.form.name(),
+                "text": gate.text,
+                "predicate": gate.predicate.to_string(),
+                "admits": admits_map,
+                "unknown_because": (!reasons.is_empty()).then(|| reasons.join("; ")),
+            })
+        })
+        .collect();
+    let warnings = report
+        .result
+        .warnings
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "file": w.file, "line": w.line, "column": w.column, "message": w.message,
+            })
+        })
+        .collect();
+    let document = Document {
+        gatefix: env!("CARGO_PKG_VERSION"),
+        site: report.site.root.display().to_string(),
+        targets: report.targets.iter().map(|t| t.to_string()).collect(),
+        cuda: report.cuda.map(|c| c.text.as_str()),
+        distributions: &distributions,
+        gates,
+        warnings,
+    };
+    let mut text = serde_json::to_string_pretty(&document).expect("JSON of plain data");
+    text.push('\n');
+    text
+}

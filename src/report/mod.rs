@@ -1,0 +1,27 @@
+//! Printers. Machine formats go to stdout; nothing else in the crate prints results.
+
+pub mod human;
+pub mod json;
+
+use crate::arch::Arch;
+use crate::gate::predicate::{Admits, CudaVersion, evaluate};
+use crate::scan::{Gate, ScanResult};
+use crate::site::Site;
+
+/// Everything a printer needs about one audit.
+pub struct AuditReport<'a> {
+    pub site: &'a Site,
+    pub targets: &'a [Arch],
+    pub cuda: Option<&'a CudaVersion>,
+    pub result: &'a ScanResult,
+}
+
+impl AuditReport<'_> {
+    /// The gate's evaluation at every target, in target order.
+    pub fn admits(&self, gate: &Gate) -> Vec<Admits> {
+        self.targets
+            .iter()
+            .map(|t| evaluate(&gate.predicate, t.plain(), self.cuda))
+            .collect()
+    }
+}

@@ -1,0 +1,331 @@
+//! Rules: what gatefix cannot infer from the site's own code, declared as data in
+//! `rules/*.toml` (embedded in the binary, or read from `--rules DIR`).
+//!
+//! - `[[value]]`: a name whose value (or call result) is a device fact: `torch.version.cuda`,
+//!   `torch.cuda.get_device_capability()`, platform facts such as `is_cuda()` on NVIDIA.
+//! - `[[helper]]`: a helper's meaning as a Python expression over `major`, `minor`, `sm`,
+//!   `capability`, `cuda` and the call's arguments `arg0`, `arg1`, ...
+//! - `[[method]]`: a method of a platform object (`current_platform.has_device_capability(100)`).
+//! - `[[probe_table]]`: an object whose attributes map, through a dict in the site, to functions
+//!   (sglang's `get_platform().is_sm100`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::gate::ir::Expr;
+use crate::gate::lower::lower_expression;
+
+/// The rule files shipped in the binary.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("rules/python.toml", include_str!("../rules/python.toml")),
+    ("rules/sglang.toml", include_str!("../rules/sglang.toml")),
+    ("rules/vllm.toml", include_str!("../rules/vllm.toml")),
+    (
+        "rules/flashinfer.toml",
+        include_str!("../rules/flashinfer.toml"),
+    ),
+];
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    #[serde(default)]
+    value: Vec<ValueRule>,
+    #[serde(default)]
+    helper: Vec<HelperRule>,
+    #[serde(default)]
+    method: Vec<MethodRule>,
+    #[serde(default)]
+    probe_table: Vec<ProbeTable>,
+}
+
+/// What a name is, or what calling it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fact {
+    Capability,
+    CapabilityObject,
+    Major,
+    Minor,
+    Sm,
+    Cuda,
+    True,
+    False,
+    None,
+    Platform,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValueRule {
+    /// `module.member`, or a bare function name when `any_module` is set.
+    pub name: String,
+    #[serde(default)]
+    pub any_module: bool,
+    /// What the name itself is.
+    #[serde(default)]
+    pub is: Option<Fact>,
+    /// What calling it returns.
+    #[serde(default)]
+    pub call: Option<Fact>,
+    /// For `platform` facts: the object kind its `[[method]]` and `[[probe_table]]` rules name.
+    #[serde(default)]
+    pub object: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HelperRule {
+    name: String,
+    admits: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MethodRule {
+    object: String,
+    name: String,
+    #[serde(default)]
+    admits: Option<String>,
+    /// Used instead of `admits` when the first argument is a tuple.
+    #[serde(default)]
+    admits_tuple: Option<String>,
+    #[serde(default)]
+    call: Option<Fact>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeTable {
+    pub object: String,
+    /// Dicts (`module.NAME`) mapping an attribute name to a function name.
+    pub tables: Vec<String>,
+    /// The module those function names live in.
+    pub functions: String,
+}
+
+/// A method rule, with its expressions lowered.
+#[derive(Debug, Clone)]
+pub struct Method {
+    pub admits: Option<Expr>,
+    pub admits_tuple: Option<Expr>,
+    pub call: Option<Fact>,
+}
+
+/// All rules, indexed for lookup.
+#[derive(Debug, Default)]
+pub struct Rules {
+    pub values: HashMap<String, ValueRule>,
+    pub any_module_values: HashMap<String, ValueRule>,
+    pub helpers: HashMap<String, Expr>,
+    pub methods: HashMap<(String, String), Method>,
+    pub probe_tables: HashMap<String, ProbeTable>,
+    pub files: Vec<PathBuf>,
+}
+
+impl Rules {
+    /// The embedded rules, or every `*.toml` in `dir` when given.
+    pub fn load(dir: Option<&Path>) -> Result<Rules> {
+        let mut rules = Rules::default();
+        match dir {
+            None => {
+                for (name, text) in EMBEDDED {
+                    rules.add_file(Path::new(name), text)?;
+                }
+            }
+            Some(dir) => {
+                for path in toml_files(dir)? {
+                    let text = std::fs::read_to_string(&path).map_err(|e| Error::Input {
+                        message: format!("cannot read rule file {}: {e}", path.display()),
+                    })?;
+                    rules.add_file(&path, &text)?;
+                }
+            }
+        }
+        Ok(rules)
+    }
+
+    /// Parses and indexes one rule file; errors name the file, line and column.
+    pub fn add_file(&mut self, path: &Path, text: &str) -> Result<()> {
+        let file: RuleFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
+        let expr = |what: &str, source: &str| {
+            lower_expression(source).map_err(|why| Error::Input {
+                message: format!(
+                    "{}: {what} `{source}` is not a Python expression: {why}",
+                    path.display()
+                ),
+            })
+        };
+        for value in file.value {
+            if value.is.is_none() && value.call.is_none() {
+                return Err(Error::Input {
+                    message: format!(
+                        "{}: [[value]] `{}` needs `is` or `call`",
+                        path.display(),
+                        value.name
+                    ),
+                });
+            }
+            let map = if value.any_module {
+                &mut self.any_module_values
+            } else {
+                &mut self.values
+            };
+            map.insert(value.name.clone(), value);
+        }
+        for helper in file.helper {
+            let lowered = expr("helper admits", &helper.admits)?;
+            self.helpers.insert(helper.name, lowered);
+        }
+        for method in file.method {
+            let admits = method
+                .admits
+                .as_deref()
+                .map(|a| expr("method admits", a))
+                .transpose()?;
+            let admits_tuple = method
+                .admits_tuple
+                .as_deref()
+                .map(|a| expr("method admits_tuple", a))
+                .transpose()?;
+            self.methods.insert(
+                (method.object, method.name),
+                Method {
+                    admits,
+                    admits_tuple,
+                    call: method.call,
+                },
+            );
+        }
+        for table in file.probe_table {
+            self.probe_tables.insert(table.object.clone(), table);
+        }
+        self.files.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Names that make a file worth parsing: declared helpers and values.
+    pub fn token_names(&self) -> Vec<String> {
+        self.helpers
+            .keys()
+            .chain(self.values.keys())
+            .filter(|name| !name.starts_with("torch."))
+            .cloned()
+            .collect()
+    }
+
+    /// Names that make an expression worth resolving: every name any rule mentions.
+    /// torch's names are matched whole (`torch.version.cuda`): their last segments are common
+    /// words. Other rule names are matched by their last segment, as call sites spell them.
+    pub fn resolve_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .helpers
+            .keys()
+            .chain(self.values.keys())
+            .map(|name| match name.strip_prefix("torch.") {
+                Some(_) => name.clone(),
+                None => name.rsplit('.').next().unwrap_or(name).to_string(),
+            })
+            .collect();
+        names.extend(self.any_module_values.keys().cloned());
+        names.extend(self.methods.keys().map(|(_, method)| method.clone()));
+        names
+    }
+
+    pub fn value(&self, qualified: &str) -> Option<&ValueRule> {
+        self.values.get(qualified)
+    }
+
+    pub fn any_module_value(&self, bare: &str) -> Option<&ValueRule> {
+        self.any_module_values.get(bare)
+    }
+}
+
+fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::Input {
+        message: format!("cannot read rules folder {}: {e}", dir.display()),
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// A TOML error as `file:line:column: message`.
+pub fn toml_error(path: &Path, text: &str, error: &toml::de::Error) -> Error {
+    let (line, column) = error
+        .span()
+        .map(|span| line_column(text, span.start))
+        .unwrap_or((1, 1));
+    Error::Input {
+        message: format!(
+            "{}:{line}:{column}: {}",
+            path.display(),
+            error.message().trim()
+        ),
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rules_load() {
+        let rules = Rules::load(None).unwrap();
+        assert!(rules.value("torch.version.cuda").is_some());
+        assert!(!rules.methods.is_empty());
+    }
+
+    #[test]
+    fn malformed_rule_names_file_line_and_column() {
+        let mut rules = Rules::default();
+        let err = rules
+            .add_file(
+                Path::new("bad.toml"),
+                "[[helper]]\nname = \"x\"\nadmits = 3\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("bad.toml:3:10:"), "{err}");
+        let err = rules
+            .add_file(
+                Path::new("bad.toml"),
+                "[[helper]]\nname = \"x\"\nadmit = \"major\"\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("bad.toml:3:1:") && err.contains("admit"),
+            "{err}"
+        );
+        let err = rules
+            .add_file(
+                Path::new("bad.toml"),
+                "[[helper]]\nname = \"x\"\nadmits = \"major ==\"\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a Python expression"), "{err}");
+    }
+}

@@ -1,0 +1,241 @@
+//! The audit pipeline: walk the site, prefilter raw bytes, parse the hits in parallel, resolve
+//! their decision sites into gates, attribute each gate to its distribution. No policy here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use walkdir::WalkDir;
+
+use crate::gate::index::{ModuleIndex, module_name};
+use crate::gate::ir::SharedModule;
+use crate::gate::lower::{lower_module, parse};
+use crate::gate::predicate::{Form, Pred, collapse_whitespace};
+use crate::gate::resolve::Resolver;
+use crate::gate::sites::resolve_module;
+use crate::gate::tokens::{prefilter_tokens, resolve_tokens};
+use crate::rules::Rules;
+use crate::site::Site;
+
+/// One gate, placed in the site.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    pub id: String,
+    pub dist: Option<String>,
+    pub dist_version: Option<String>,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    pub function: Option<String>,
+    pub form: Form,
+    pub text: String,
+    pub predicate: Pred,
+}
+
+/// Something the user should know that did not stop the scan.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Warning {
+    pub file: String,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub python_files: usize,
+    pub prefilter_hits: usize,
+    pub lazily_parsed: usize,
+}
+
+#[derive(Debug)]
+pub struct ScanResult {
+    pub gates: Vec<Gate>,
+    pub warnings: Vec<Warning>,
+    pub stats: Stats,
+}
+
+/// Every Python file under the root, relative, never through a symlink that leaves it.
+pub fn python_files(root: &Path, warnings: &mut Vec<Warning>) -> Vec<PathBuf> {
+    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut files = Vec::new();
+    let walker = WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "__pycache__");
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                warnings.push(Warning {
+                    file: err.path().map(|p| relative(root, p)).unwrap_or_default(),
+                    line: None,
+                    column: None,
+                    message: format!("cannot read: {err}"),
+                });
+                continue;
+            }
+        };
+        let path = entry.path();
+        if path.extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        if entry.path_is_symlink() {
+            match path.canonicalize() {
+                Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {}
+                _ => {
+                    warnings.push(Warning {
+                        file: relative(root, path),
+                        line: None,
+                        column: None,
+                        message: "symlink points outside the site; not followed".into(),
+                    });
+                    continue;
+                }
+            }
+        } else if !entry.file_type().is_file() {
+            continue;
+        }
+        if let Ok(rel) = path.strip_prefix(root) {
+            files.push(rel.to_path_buf());
+        }
+    }
+    files
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// Scans a site for gates.
+pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
+    let mut warnings = Vec::new();
+    let files = python_files(&site.root, &mut warnings);
+    let rule_names = rules.token_names();
+    let prefilter = prefilter_tokens(&rule_names);
+    let resolve = resolve_tokens(&rules.resolve_names());
+    let index = ModuleIndex::new(&site.root, &files, resolve.clone());
+
+    let lowered: Vec<(String, SharedModule, Vec<Warning>)> = files
+        .par_iter()
+        .filter_map(|file| {
+            let bytes = std::fs::read(site.root.join(file)).ok()?;
+            if !prefilter.hit(&bytes) {
+                return None;
+            }
+            let (module, is_package) = module_name(file)?;
+            let tree = parse(&bytes)?;
+            let ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
+            let file_warnings = file_warnings(file, &bytes, &ir.parse_errors);
+            let shared = index.preload(&module, ir)?;
+            Some((relative(Path::new(""), file), shared, file_warnings))
+        })
+        .collect();
+
+    let resolver = Resolver::new(&index, rules, resolve.clone());
+    let mut gates: Vec<Gate> = lowered
+        .par_iter()
+        .flat_map_iter(|(file, module, _)| {
+            resolve_module(&resolver, module)
+                .into_iter()
+                .map(|resolved| {
+                    let site_record = &module.sites[resolved.site_index];
+                    let owner = site.owner(file);
+                    Gate {
+                        id: String::new(),
+                        dist: owner.map(|d| d.name.clone()),
+                        dist_version: owner.map(|d| d.version.clone()),
+                        file: file.clone(),
+                        line: site_record.start.0,
+                        column: site_record.start.1,
+                        end_line: site_record.end.0,
+                        end_column: site_record.end.1,
+                        function: site_record
+                            .function
+                            .map(|f| module.functions[f].qualname.clone()),
+                        form: resolved.form,
+                        text: site_record.text.clone(),
+                        predicate: resolved.predicate,
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    gates.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.form).cmp(&(&b.file, b.line, b.column, b.form))
+    });
+    gates.dedup_by(|a, b| {
+        a.file == b.file
+            && a.line == b.line
+            && a.column == b.column
+            && a.end_line == b.end_line
+            && a.end_column == b.end_column
+    });
+    assign_ids(&mut gates);
+
+    let stats = Stats {
+        python_files: files.len(),
+        prefilter_hits: lowered.len(),
+        lazily_parsed: 0,
+    };
+    warnings.extend(lowered.into_iter().flat_map(|(_, _, w)| w));
+    warnings.sort();
+    ScanResult {
+        gates,
+        warnings,
+        stats,
+    }
+}
+
+fn file_warnings(file: &Path, bytes: &[u8], errors: &[(u32, u32)]) -> Vec<Warning> {
+    let name = relative(Path::new(""), file);
+    let mut out = Vec::new();
+    if std::str::from_utf8(bytes).is_err() {
+        out.push(Warning {
+            file: name.clone(),
+            line: None,
+            column: None,
+            message: "not valid UTF-8; undecodable bytes are replaced in gate text".into(),
+        });
+    }
+    if let Some(&(line, column)) = errors.first() {
+        out.push(Warning {
+            file: name,
+            line: Some(line),
+            column: Some(column),
+            message: format!(
+                "syntax error ({} region{}); gates in the well-formed parts are still reported",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            ),
+        });
+    }
+    out
+}
+
+/// Ids hash the distribution, file, function and normalised gate text (not the line), plus
+/// an occurrence number among identical gates, so they survive line shifts.
+fn assign_ids(gates: &mut [Gate]) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for gate in gates.iter_mut() {
+        let key = format!(
+            "{}\0{}\0{}\0{}\0{}",
+            gate.dist.as_deref().unwrap_or(""),
+            gate.file,
+            gate.function.as_deref().unwrap_or(""),
+            gate.form.name(),
+            collapse_whitespace(&gate.text)
+        );
+        let occurrence = seen.entry(key.clone()).or_insert(0);
+        *occurrence += 1;
+        let digest = Sha256::digest(format!("{key}\0{occurrence}").as_bytes());
+        gate.id = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    }
+}

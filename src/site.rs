@@ -1,0 +1,283 @@
+//! Finding the site-packages tree (a path, a venv, `$VIRTUAL_ENV`, `./.venv`, or `python3`'s
+//! purelib) and reading its distributions from `*.dist-info` (METADATA, RECORD).
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::gate::predicate::CudaVersion;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Distribution {
+    pub name: String,
+    pub version: String,
+}
+
+/// A site-packages root with its distributions and which one owns each file.
+#[derive(Debug)]
+pub struct Site {
+    pub root: PathBuf,
+    pub distributions: Vec<Distribution>,
+    /// Relative path (with `/`) → index into `distributions`, from RECORD.
+    owners: HashMap<String, usize>,
+    /// Top-level folder or module → distribution, for files RECORD does not list.
+    top_level: HashMap<String, usize>,
+}
+
+impl Site {
+    /// Reads the distributions of a site root.
+    pub fn open(root: &Path) -> Result<Site> {
+        let mut site = Site {
+            root: root.to_path_buf(),
+            distributions: Vec::new(),
+            owners: HashMap::new(),
+            top_level: HashMap::new(),
+        };
+        let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        let mut dist_infos: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "dist-info") && p.is_dir())
+            .collect();
+        dist_infos.sort();
+        for dir in dist_infos {
+            site.add_dist_info(&dir);
+        }
+        Ok(site)
+    }
+
+    fn add_dist_info(&mut self, dir: &Path) {
+        let Some(dist) = read_metadata(dir) else {
+            return;
+        };
+        let index = self.distributions.len();
+        self.distributions.push(dist);
+        let record = std::fs::read(dir.join("RECORD")).unwrap_or_default();
+        for line in String::from_utf8_lossy(&record).lines() {
+            let Some(path) = record_path(line) else {
+                continue;
+            };
+            if path.starts_with("..") || path.contains(".dist-info/") {
+                continue;
+            }
+            if let Some(top) = path.split('/').next() {
+                let top = top.strip_suffix(".py").unwrap_or(top);
+                self.top_level.entry(top.to_string()).or_insert(index);
+            }
+            self.owners.insert(path, index);
+        }
+    }
+
+    /// The distribution that owns a file (relative path with `/`).
+    pub fn owner(&self, relative: &str) -> Option<&Distribution> {
+        let index = self.owners.get(relative).or_else(|| {
+            let top = relative.split('/').next()?;
+            self.top_level.get(top.strip_suffix(".py").unwrap_or(top))
+        })?;
+        self.distributions.get(*index)
+    }
+
+    /// The CUDA version torch was built with, read as text from `torch/version.py`.
+    pub fn torch_cuda(&self) -> Option<CudaVersion> {
+        let text = std::fs::read_to_string(self.root.join("torch/version.py")).ok()?;
+        text.lines().find_map(|line| {
+            let rest = line.trim().strip_prefix("cuda")?;
+            let rest = rest.trim_start();
+            if !(rest.starts_with('=') || rest.starts_with(':')) {
+                return None;
+            }
+            let value = rest.rsplit('=').next()?.trim();
+            let value = value.trim_matches(|c| c == '\'' || c == '"');
+            CudaVersion::parse(value)
+        })
+    }
+}
+
+fn read_metadata(dir: &Path) -> Option<Distribution> {
+    let bytes = std::fs::read(dir.join("METADATA")).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut name = None;
+    let mut version = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Name:") {
+            name = Some(v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("Version:") {
+            version = Some(v.trim().to_string());
+        }
+    }
+    Some(Distribution {
+        name: name?,
+        version: version.unwrap_or_default(),
+    })
+}
+
+/// The path field of a RECORD line (CSV; the path may be quoted).
+fn record_path(line: &str) -> Option<String> {
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    let path = if let Some(rest) = line.strip_prefix('"') {
+        let mut out = String::new();
+        let mut chars = rest.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    out.push('"');
+                    chars.next();
+                } else {
+                    break;
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else {
+        line.split(',').next()?.to_string()
+    };
+    Some(path.replace('\\', "/"))
+}
+
+/// Resolves what the user named (or nothing) to a site-packages folder.
+pub fn discover(path: Option<&Path>) -> Result<PathBuf> {
+    match path {
+        Some(path) => site_of(path),
+        None => {
+            if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+                return site_of(Path::new(&venv));
+            }
+            let local = Path::new(".venv");
+            if local.is_dir() {
+                return site_of(local);
+            }
+            python_purelib()
+        }
+    }
+}
+
+/// A venv root becomes its `lib/python3.*/site-packages`; anything else is used as is.
+fn site_of(path: &Path) -> Result<PathBuf> {
+    if !path.exists() {
+        return Err(Error::input(format!(
+            "{}: no such file or folder; name a site-packages folder, a venv, or a folder of Python files",
+            path.display()
+        )));
+    }
+    if !path.is_dir() {
+        return Err(Error::input(format!(
+            "{}: not a folder; name a site-packages folder, a venv, or a folder of Python files",
+            path.display()
+        )));
+    }
+    if let Some(site) = venv_site_packages(path)? {
+        return Ok(site);
+    }
+    Ok(path.to_path_buf())
+}
+
+fn venv_site_packages(root: &Path) -> Result<Option<PathBuf>> {
+    let windows = root.join("Lib").join("site-packages");
+    let lib = root.join("lib");
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("python3"))
+                })
+                .map(|p| p.join("site-packages"))
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.sort();
+    match candidates.len() {
+        0 if windows.is_dir() => Ok(Some(windows)),
+        0 if root.join("pyvenv.cfg").is_file() => Err(Error::input(format!(
+            "{}: has pyvenv.cfg but no lib/python3.*/site-packages; is the venv complete?",
+            root.display()
+        ))),
+        0 => Ok(None),
+        1 => Ok(candidates.pop()),
+        _ => {
+            let chosen = candidates.pop();
+            if let Some(chosen) = &chosen {
+                eprintln!(
+                    "gatefix: warning: {} has several site-packages; using {}",
+                    root.display(),
+                    chosen.display()
+                );
+            }
+            Ok(chosen)
+        }
+    }
+}
+
+/// Asks `python3` where its purelib is; nothing of the site is imported.
+fn python_purelib() -> Result<PathBuf> {
+    let output = Command::new("python3")
+        .args([
+            "-I",
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .map_err(|e| {
+            Error::input(format!(
+                "no site given, no $VIRTUAL_ENV, no ./.venv, and python3 could not be run ({e}); name a site-packages folder"
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(Error::input(
+            "python3 could not report its purelib; name a site-packages folder",
+        ));
+    }
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    site_of(&path)
+}
+
+/// A relative path with `/` separators, or `None` if it is absolute or climbs with `..`.
+pub fn safe_relative(path: &Path) -> Option<String> {
+    let mut parts = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?.to_string()),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_paths_with_quotes_and_commas() {
+        assert_eq!(record_path("a/b.py,sha256=x,12"), Some("a/b.py".into()));
+        assert_eq!(
+            record_path("\"a/b,c.py\",sha256=x,12"),
+            Some("a/b,c.py".into())
+        );
+        assert_eq!(record_path(""), None);
+    }
+
+    #[test]
+    fn safe_relative_rejects_escapes() {
+        assert_eq!(safe_relative(Path::new("a/./b.py")), Some("a/b.py".into()));
+        assert_eq!(safe_relative(Path::new("../x.py")), None);
+        assert_eq!(safe_relative(Path::new("/etc/passwd")), None);
+    }
+}
