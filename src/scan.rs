@@ -8,15 +8,18 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use walkdir::WalkDir;
 
+use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges};
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::SharedModule;
-use crate::gate::lower::{lower_module, parse};
+use crate::gate::lower::{lower_module, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
+use crate::gate::tokens::Tokens;
 use crate::gate::tokens::{prefilter_tokens, resolve_tokens};
 use crate::rules::Rules;
 use crate::site::Site;
+use tree_sitter::Tree;
 
 /// One gate, placed in the site.
 #[derive(Debug, Clone)]
@@ -131,8 +134,20 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
                 return None;
             }
             let (module, is_package) = module_name(file)?;
-            let tree = parse(&bytes)?;
+            let t0 = std::time::Instant::now();
+            let tree = parse_relevant(&bytes, &prefilter)?;
+            let t1 = std::time::Instant::now();
             let ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
+            let t2 = std::time::Instant::now();
+            if std::env::var_os("GATEFIX_PROF").is_some() {
+                eprintln!(
+                    "PROF {} parse {:?} lower {:?} bytes {}",
+                    file.display(),
+                    t1 - t0,
+                    t2 - t1,
+                    bytes.len()
+                );
+            }
             let file_warnings = file_warnings(file, &bytes, &ir.parse_errors);
             let shared = index.preload(&module, ir)?;
             Some((relative(Path::new(""), file), shared, file_warnings))
@@ -143,8 +158,12 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
     let mut gates: Vec<Gate> = lowered
         .par_iter()
         .flat_map_iter(|(file, module, _)| {
-            resolve_module(&resolver, module)
-                .into_iter()
+            let t0 = std::time::Instant::now();
+            let r = resolve_module(&resolver, module);
+            if std::env::var_os("GATEFIX_PROF").is_some() {
+                eprintln!("PROFR {} resolve {:?}", file, t0.elapsed());
+            }
+            r.into_iter()
                 .map(|resolved| {
                     let site_record = &module.sites[resolved.site_index];
                     let owner = site.owner(file);
@@ -191,6 +210,19 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
         gates,
         warnings,
         stats,
+    }
+}
+
+/// Big files are parsed statement by statement (the relevant ones); if that parse reports an
+/// error, the whole file is parsed again so chunking never invents a syntax error.
+fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<Tree> {
+    if bytes.len() < CHUNK_MIN_FILE_BYTES {
+        return parse(bytes);
+    }
+    let ranges = relevant_ranges(bytes, tokens);
+    match parse_ranges(bytes, &ranges) {
+        Some(tree) if !tree.root_node().has_error() => Some(tree),
+        _ => parse(bytes),
     }
 }
 

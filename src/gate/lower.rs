@@ -8,8 +8,11 @@ use tree_sitter::{Node, Tree};
 use super::ir::*;
 use super::tokens::Tokens;
 
-/// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
-const MAX_HELPER_BODY_BYTES: usize = 6_000;
+/// Functions larger than this keep no body: helpers are small, big bodies cost memory, and
+/// the scan may have parsed only parts of them (`chunks::SPLIT_BLOCK_BYTES`).
+const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES * 3 / 4;
+/// Assignments without arch tokens larger than this are not lowered.
+const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
 const MAX_EXPR_DEPTH: usize = 48;
 
@@ -231,8 +234,15 @@ impl<'a> Lowerer<'a> {
         if lowered_targets.is_empty() {
             return;
         }
-        let lowered = self.expr(value, 0);
-        if self.archy_or_derived(value) {
+        let archy = self.archy_or_derived(value);
+        // Big literals (generated tables) cost more to lower than they are worth; resolution
+        // only needs values that could matter.
+        let lowered = if archy || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+            self.expr(value, 0)
+        } else {
+            Expr::Other(String::from("<large value>"))
+        };
+        if archy {
             for target in &lowered_targets {
                 match target {
                     Target::Name(name) => {
@@ -412,15 +422,16 @@ impl<'a> Lowerer<'a> {
             .unwrap_or_default();
         let qualname = self.qualname(&name);
         let body_node = node.child_by_field_name("body");
+        let archy = self.archy(node);
+        // Only arch-dependent helpers are ever inferred; others resolve to free conditions.
         let body = body_node
-            .filter(|b| b.byte_range().len() <= MAX_HELPER_BODY_BYTES)
+            .filter(|_| archy && node.byte_range().len() <= MAX_HELPER_BODY_BYTES)
             .map(|b| self.stmts(b));
         let params = node
             .child_by_field_name("parameters")
             .map(|p| self.params(p))
             .unwrap_or_default();
         let index = self.ir.functions.len();
-        let archy = self.archy(node);
         if archy && body.is_some() && self.classes.is_empty() {
             self.archy_names.insert(name.clone());
         }
@@ -631,9 +642,14 @@ impl<'a> Lowerer<'a> {
 
     /// Finds value selections (`A if gate else B`) and JIT arch lists inside an expression.
     fn scan_expression(&mut self, node: Node) {
-        if !self.archy_or_derived(node) {
-            return;
+        if self.archy_or_derived(node) {
+            self.scan_archy_expression(node);
         }
+    }
+
+    /// Below an arch-dependent expression every part is visited without re-testing: the
+    /// test walks the subtree, and repeating it per level would be quadratic.
+    fn scan_archy_expression(&mut self, node: Node) {
         match node.kind() {
             "conditional_expression" => {
                 if let Some(test) = node.named_child(1) {
@@ -646,7 +662,7 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            self.scan_expression(child);
+            self.scan_archy_expression(child);
         }
     }
 
@@ -961,6 +977,40 @@ pub fn new_parser() -> tree_sitter::Parser {
 /// Parses with this thread's parser.
 pub fn parse(src: &[u8]) -> Option<Tree> {
     PARSER.with(|parser| parser.borrow_mut().parse(src, None))
+}
+
+/// Parses only the given byte ranges (whole top-level statements); positions stay
+/// file-absolute.
+pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
+    let mut row = 0;
+    let mut scanned = 0;
+    let mut point_at = |offset: usize| {
+        row += memchr::memchr_iter(b'\n', &src[scanned..offset]).count();
+        scanned = offset;
+        let line_start = src[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        tree_sitter::Point::new(row, offset - line_start)
+    };
+    let mut included = Vec::with_capacity(ranges.len());
+    for &(start, end) in ranges {
+        let start_point = point_at(start);
+        let end_point = point_at(end);
+        included.push(tree_sitter::Range {
+            start_byte: start,
+            end_byte: end,
+            start_point,
+            end_point,
+        });
+    }
+    PARSER.with(|parser| {
+        let mut parser = parser.borrow_mut();
+        parser.set_included_ranges(&included).ok()?;
+        let tree = parser.parse(src, None);
+        let _ = parser.set_included_ranges(&[]);
+        tree
+    })
 }
 
 /// Lowers one Python expression given as text (rule `admits` fields).

@@ -1,5 +1,6 @@
 //! Gates: recognising decision sites, resolving them into predicates, classifying forms.
 
+pub mod chunks;
 pub mod index;
 pub mod ir;
 pub mod lower;

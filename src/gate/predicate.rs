@@ -171,6 +171,15 @@ impl Pred {
         }
     }
 
+    /// Number of nodes, to bound work on pathological code.
+    pub fn size(&self) -> usize {
+        match self {
+            Pred::Const(_) | Pred::Atom(..) => 1,
+            Pred::Not(inner) => 1 + inner.size(),
+            Pred::And(parts) | Pred::Or(parts) => 1 + parts.iter().map(Pred::size).sum::<usize>(),
+        }
+    }
+
     /// Whether the predicate depends on the device at all (or might: unknown atoms count).
     pub fn is_arch_dependent(&self) -> bool {
         self.any_atom(&|atom| matches!(atom, Atom::Dev { .. } | Atom::Unknown(_)))

@@ -12,7 +12,7 @@ use super::tokens::Tokens;
 use crate::rules::{Fact, Rules};
 
 /// Resolution stops this many calls / name hops deep; the atom is then unknown.
-const MAX_DEPTH: u32 = 24;
+const MAX_DEPTH: u32 = 16;
 
 /// An abstract Python value.
 #[derive(Debug, Clone)]
@@ -88,7 +88,33 @@ pub struct Resolver<'a> {
     pub rules: &'a Rules,
     tokens: Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
-    calls: Mutex<HashMap<FuncRef, Val>>,
+    locals: Mutex<HashMap<(usize, usize, usize), Val>>,
+    calls: Mutex<HashMap<(FuncRef, String), Val>>,
+}
+
+/// Steps one site may take; a safety net against pathological code, far above real gates.
+const STEP_BUDGET: u64 = 400_000;
+
+thread_local! {
+    static IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+    static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Starts a fresh step budget for one site.
+pub fn reset_budget() {
+    STEPS.with(|steps| steps.set(0));
+}
+
+fn budget_exhausted() -> bool {
+    STEPS.with(|steps| steps.get() > STEP_BUDGET)
+}
+
+fn take_step() -> bool {
+    STEPS.with(|steps| {
+        steps.set(steps.get() + 1);
+        steps.get() <= STEP_BUDGET
+    })
 }
 
 impl<'a> Resolver<'a> {
@@ -98,6 +124,7 @@ impl<'a> Resolver<'a> {
             rules,
             tokens,
             globals: Mutex::new(HashMap::new()),
+            locals: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
         }
     }
@@ -113,6 +140,9 @@ impl<'a> Resolver<'a> {
             return Val::Unknown(format!(
                 "resolving `{expr}` goes deeper than {MAX_DEPTH} steps"
             ));
+        }
+        if !take_step() {
+            return Val::Unknown(format!("resolving `{expr}` exceeds the step budget"));
         }
         match expr {
             Expr::Int(n) => Val::Int(*n),
@@ -265,14 +295,7 @@ impl<'a> Resolver<'a> {
                         .find_map(|a| target_binds(&a.target, name).map(|pos| (a, pos)))
                 });
                 if let Some((assign, position)) = last {
-                    let inner = Scope {
-                        module: scope.module,
-                        locals: Locals::Site {
-                            function,
-                            byte: assign.byte,
-                        },
-                    };
-                    let value = self.eval(&assign.value, inner, depth + 1);
+                    let value = self.local_value(scope.module, function, assign, depth);
                     return Some(match position {
                         None => value,
                         Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
@@ -285,17 +308,60 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// A local assignment's value, computed once: chains like `x = f(x, x)` would otherwise
+    /// re-evaluate exponentially.
+    fn local_value(
+        &self,
+        module: &SharedModule,
+        function: usize,
+        assign: &LocalAssign,
+        depth: u32,
+    ) -> Val {
+        let key = (
+            std::sync::Arc::as_ptr(module) as usize,
+            function,
+            assign.byte,
+        );
+        if let Some(val) = self.locals.lock().expect("no poisoned lock").get(&key) {
+            return val.clone();
+        }
+        let inner = Scope {
+            module,
+            locals: Locals::Site {
+                function,
+                byte: assign.byte,
+            },
+        };
+        let val = self.eval(&assign.value, inner, depth + 1);
+        if !budget_exhausted() {
+            self.locals
+                .lock()
+                .expect("no poisoned lock")
+                .insert(key, val.clone());
+        }
+        val
+    }
+
     /// The value of `module.name`, following re-exports and star imports; `None` if absent.
     pub fn global(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
         let key = (module.to_string(), name.to_string());
         if let Some(cached) = self.globals.lock().expect("no poisoned lock").get(&key) {
             return cached.clone();
         }
+        // A name whose value depends on itself (through imports or assignments) would recurse
+        // until the depth limit; say so instead.
+        let fresh = IN_PROGRESS.with(|set| set.borrow_mut().insert(key.clone()));
+        if !fresh {
+            return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
+        }
         let val = self.global_uncached(module, name, depth);
-        self.globals
-            .lock()
-            .expect("no poisoned lock")
-            .insert(key, val.clone());
+        IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+        if !budget_exhausted() {
+            self.globals
+                .lock()
+                .expect("no poisoned lock")
+                .insert(key, val.clone());
+        }
         val
     }
 
@@ -559,8 +625,8 @@ impl<'a> Resolver<'a> {
                 func.qualname, func.module, function.line
             ));
         };
-        let memoizable = args.is_empty() && kwargs.is_empty();
-        if memoizable && let Some(val) = self.calls.lock().expect("no poisoned lock").get(func) {
+        let memo_key = (func.clone(), format!("{args:?}{kwargs:?}"));
+        if let Some(val) = self.calls.lock().expect("no poisoned lock").get(&memo_key) {
             return val.clone();
         }
         let mut env = HashMap::new();
@@ -600,11 +666,11 @@ impl<'a> Resolver<'a> {
             returns.push((falls_through, Val::NoneV));
         }
         let val = relabel(combine_returns(returns, func), Form::HelperCall);
-        if memoizable {
+        if !budget_exhausted() {
             self.calls
                 .lock()
                 .expect("no poisoned lock")
-                .insert(func.clone(), val.clone());
+                .insert(memo_key, val.clone());
         }
         val
     }
@@ -642,6 +708,7 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 Stmt::If { test, body, orelse } => {
+                    let returns_before = returns.len();
                     let test = self.condition(test, bound_scope(module, env), depth + 1);
                     let mut then_env = env.clone();
                     let then_path = Pred::and(vec![path.clone(), test.clone()]);
@@ -660,7 +727,14 @@ impl<'a> Resolver<'a> {
                     if after_else == Pred::Const(false) {
                         *env = then_env;
                     }
-                    path = Pred::or(vec![after_then, after_else]);
+                    // When neither branch returned, control goes on under the same condition
+                    // (p∧t ∨ p∧¬t = p); rebuilding it would double the predicate per `if`.
+                    let returned = returns.len() != returns_before;
+                    path = if returned {
+                        bounded(Pred::or(vec![after_then, after_else]), func)
+                    } else {
+                        path
+                    };
                 }
                 Stmt::Opaque { returns: true } => {
                     returns.push((
@@ -697,6 +771,24 @@ impl<'a> Resolver<'a> {
                 .map(|v| to_pred(v, &Expr::Other(String::new())))
                 .collect(),
         ))
+    }
+}
+
+/// Predicates above this many nodes become unknown: a function whose control flow is this
+/// tangled is not a helper gatefix can summarise.
+const MAX_PRED_NODES: usize = 256;
+
+fn bounded(pred: Pred, func: &FuncRef) -> Pred {
+    if pred.size() > MAX_PRED_NODES {
+        Pred::unknown(
+            format!(
+                "`{}` has control flow too complex to summarise",
+                func.qualname
+            ),
+            Form::HelperCall,
+        )
+    } else {
+        pred
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::ir::{CmpOp, Expr, SharedModule, Site, SiteKind};
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
-use super::resolve::{Locals, Resolver, Scope, Val, to_pred};
+use super::resolve::{Locals, Resolver, Scope, Val, reset_budget, to_pred};
 
 /// A resolved gate inside one module, before it is placed in the report.
 #[derive(Debug, Clone)]
@@ -31,6 +31,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
 }
 
 fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Option<(Pred, Form)> {
+    reset_budget();
     let scope = Scope {
         module,
         locals: match site.function {

@@ -7,17 +7,14 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 /// Tokens of the built-in forms (docs/gates.md F1–F12). Every gate has at least one of these
 /// in its own text, in the text of a same-module name it uses, or in a rule-declared name.
 pub const FORM_TOKENS: &[&str] = &[
-    "capabilit", // get_device_capability, has_device_capability, compute_capability ...
-    "is_sm",     // is_sm90_supported, is_sm100, is_sm120a_supported ...
-    "_sm1",      // _is_sm100, get_device_sm... kept broad: names like use_sm100_path
-    "_sm8",
-    "_sm9",
-    "sm_version", // sm_version < 90
-    "device_sm",  // get_device_sm(), get_platform().device_sm
-    "blackwell",
-    "hopper",
-    "ampere",
-    "get_platform",   // sglang platform object
+    "capabilit",      // get_device_capability, has_device_capability, compute_capability ...
+    "is_sm",          // is_sm90_supported, is_sm100, _is_sm120a_supported, IS_SM90 ...
+    "sm_version",     // sm_version < 90
+    "device_sm",      // get_device_sm(), get_platform().device_sm
+    "is_blackwell",   // is_blackwell(), is_blackwell_supported()
+    "is_hopper",      // is_hopper(), is_hopper_with_cuda_12_3()
+    "is_ampere",      // is_ampere_with_cuda_12_3()
+    "get_platform",   // sglang's platform object
     "major_versions", // supported_major_versions=[...]
     "get_nvcc_flags_list",
     "get_device_properties",

@@ -20,35 +20,49 @@ type Range = (usize, usize);
 
 pub(crate) fn parse(data: &[u8], hdr: &Header, sink: &mut Sink) -> Result<(), ParseError> {
     let sections = elf::sections(data, hdr)?;
-    let mut walked = Vec::new();
     let mut barred = Vec::new();
     let mut data_sections = Vec::new();
     for sec in &sections {
         let Some(range) = sec.file_range() else {
             continue;
         };
-        let place = match sec.name {
-            b".nv_fatbin" => (Location::NvFatbin, false),
-            b"__nv_relfatbin" => (Location::NvRelfatbin, true),
-            _ if sec.is_exec() => {
+        match fatbin_place(sec) {
+            Some(place) => {
                 barred.push(range);
-                continue;
+                walk_section(data, range, place, sink)?;
             }
-            _ => {
-                data_sections.push(*sec);
-                continue;
-            }
-        };
-        walked.push(range);
-        barred.push(range);
-        if let Err(err) = fatbin::walk(data, range, place, sink) {
-            if sink.is_full() {
-                return Err(err);
-            }
-            sink.note(err);
+            None if sec.is_exec() => barred.push(range),
+            None => data_sections.push(*sec),
         }
     }
     scan_plain(data, &data_sections, &barred, sink)
+}
+
+/// The sections the CUDA toolchain writes containers into, and whether they are link input.
+fn fatbin_place(sec: &Section) -> Option<(Location, bool)> {
+    match sec.name {
+        b".nv_fatbin" => Some((Location::NvFatbin, false)),
+        b"__nv_relfatbin" => Some((Location::NvRelfatbin, true)),
+        _ => None,
+    }
+}
+
+/// A broken section is noted and the file goes on: other sections may still be intact.
+/// Only hitting the size caps stops the file.
+fn walk_section(
+    data: &[u8],
+    range: Range,
+    place: (Location, bool),
+    sink: &mut Sink,
+) -> Result<(), ParseError> {
+    match fatbin::walk(data, range, place, sink) {
+        Err(err) if sink.is_full() => Err(err),
+        Err(err) => {
+            sink.note(err);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 fn scan_plain(

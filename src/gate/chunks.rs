@@ -1,0 +1,482 @@
+//! Splitting a Python file into its top-level statements with a small lexer, so that only the
+//! statements that can matter are handed to tree-sitter (through included ranges, which keep
+//! every position file-absolute). Parsing is the scan's main cost, and big generated modules
+//! mention an arch token in a few places only.
+
+use aho_corasick::AhoCorasick;
+
+use super::tokens::Tokens;
+
+/// Files smaller than this are parsed whole: chunking would not pay for itself.
+pub const CHUNK_MIN_FILE_BYTES: usize = 8 * 1024;
+/// `def` and `class` blocks larger than this are split into their statements. Helpers are
+/// inferred only up to `lower::MAX_HELPER_BODY_BYTES`, well below it, so a split body is not
+/// mistaken for a whole one (unless its decorators alone span the difference).
+pub const SPLIT_BLOCK_BYTES: usize = 8 * 1024;
+/// Statements without a token but smaller than this are kept: imports, constants and flags
+/// that resolution reads (`_is_cuda = is_cuda()`).
+const SMALL_STATEMENT_BYTES: usize = 1_024;
+const SMALL_LOCAL_BYTES: usize = 300;
+
+/// Byte ranges of the top-level statements, in order, covering the file.
+pub fn top_level_statements(src: &[u8]) -> Vec<(usize, usize)> {
+    statements_at(src, 0, src.len(), 0)
+}
+
+/// Statements that start at exactly `indent` spaces inside `[from, to)`.
+fn statements_at(src: &[u8], from: usize, to: usize, indent: usize) -> Vec<(usize, usize)> {
+    let mut starts = Vec::new();
+    let mut lexer = Lexer::default();
+    let mut line_start = from;
+    let mut after_decorator = false;
+    while line_start < to {
+        let line_end =
+            memchr::memchr(b'\n', &src[line_start..to]).map_or(to, |i| line_start + i + 1);
+        let line = &src[line_start..line_end];
+        if lexer.at_statement_boundary() && starts_statement(line, indent) {
+            let code = &line[indent..];
+            if !after_decorator && !continues_compound(code) {
+                starts.push(line_start);
+            }
+            after_decorator = code.first() == Some(&b'@');
+        }
+        lexer.feed(line);
+        line_start = line_end;
+    }
+    if starts.first() != Some(&from) {
+        starts.insert(0, from);
+    }
+    let mut ranges = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(to);
+        if end > start {
+            ranges.push((start, end));
+        }
+    }
+    ranges
+}
+
+/// A big `def` or `class` is split into its header and its body statements, recursively,
+/// so that one arch-dependent statement does not drag a thousand-line block into the parser.
+/// Other compound statements stay whole: their `else`/`except` clauses share the indentation.
+fn split_block(
+    src: &[u8],
+    (start, end): (usize, usize),
+    indent: usize,
+) -> Option<Vec<(usize, usize)>> {
+    if end - start < SPLIT_BLOCK_BYTES {
+        return None;
+    }
+    let head = String::from_utf8_lossy(&src[start..start + (end - start).min(2_000)]);
+    let header = head
+        .lines()
+        .find(|line| !line.trim_start().starts_with('@'))?;
+    let keyword = header.trim_start();
+    if !(keyword.starts_with("class ")
+        || keyword.starts_with("def ")
+        || keyword.starts_with("async def "))
+    {
+        return None;
+    }
+    let body_start = first_body_line(src, start, end, indent)?;
+    let body_indent = src[body_start..].iter().take_while(|c| **c == b' ').count();
+    let mut parts = vec![(start, body_start)];
+    parts.extend(statements_at(src, body_start, end, body_indent));
+    Some(parts)
+}
+
+/// The first code line indented deeper than the header, after the header's own lines.
+fn first_body_line(src: &[u8], start: usize, end: usize, indent: usize) -> Option<usize> {
+    let mut lexer = Lexer::default();
+    let mut offset = start;
+    while offset < end {
+        let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
+        let line = &src[offset..line_end];
+        let was_boundary = lexer.at_statement_boundary();
+        lexer.feed(line);
+        let spaces = line.iter().take_while(|c| **c == b' ').count();
+        let code = line.get(spaces).copied();
+        let is_code = code.is_some_and(|c| c != b'#' && c != b'\n' && c != b'\r');
+        if was_boundary && offset > start && spaces > indent && is_code {
+            return Some(offset);
+        }
+        if is_code && spaces > indent && line.get(spaces) == Some(&b'\t') {
+            return None;
+        }
+        offset = line_end;
+    }
+    None
+}
+
+/// One statement, or the header of a split block, with its place in the nesting.
+struct Piece {
+    range: (usize, usize),
+    depth: usize,
+    parent: Option<usize>,
+    is_header: bool,
+}
+
+/// Flattens statements, splitting every big `def`/`class` block into pieces.
+fn flatten(
+    src: &[u8],
+    range: (usize, usize),
+    depth: usize,
+    parent: Option<usize>,
+    out: &mut Vec<Piece>,
+) {
+    let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
+    match split_block(src, range, indent) {
+        Some(parts) => {
+            let header = out.len();
+            out.push(Piece {
+                range: parts[0],
+                depth,
+                parent,
+                is_header: true,
+            });
+            for &part in &parts[1..] {
+                flatten(src, part, depth + 1, Some(header), out);
+            }
+        }
+        None => out.push(Piece {
+            range,
+            depth,
+            parent,
+            is_header: false,
+        }),
+    }
+}
+
+/// The statements worth parsing: those with a token, the headers of blocks that hold them,
+/// small top-level statements and the short assignments beside a kept statement, and those
+/// naming a top-level name that a kept statement defines (to a fixpoint).
+pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::new();
+    for statement in top_level_statements(src) {
+        flatten(src, statement, 0, None, &mut pieces);
+    }
+    let mut archy: Vec<bool> = pieces
+        .iter()
+        .map(|p| tokens.hit(&src[p.range.0..p.range.1]))
+        .collect();
+    let mut derived: Vec<String> = Vec::new();
+    let mut harvested = vec![false; pieces.len()];
+    let mut harvested_locals = vec![false; pieces.len()];
+    loop {
+        let holds = subtree_holds(&pieces, &archy);
+        let mut new_names = Vec::new();
+        for (i, piece) in pieces.iter().enumerate() {
+            if piece.depth == 0 && holds[i] && !harvested[i] {
+                harvested[i] = true;
+                let (s, e) = piece.range;
+                new_names.extend(defined_name(&src[s..e]).filter(|n| !derived.contains(n)));
+            }
+        }
+        let locals_changed = mark_local_uses(src, &pieces, &mut archy, &mut harvested_locals);
+        if new_names.is_empty() {
+            if locals_changed {
+                continue;
+            }
+            break;
+        }
+        derived.extend(new_names);
+        derived.sort();
+        derived.dedup();
+        let Ok(names) = AhoCorasick::new(&derived) else {
+            break;
+        };
+        for (i, piece) in pieces.iter().enumerate() {
+            if !archy[i] && !piece.is_header && names.is_match(&src[piece.range.0..piece.range.1]) {
+                archy[i] = true;
+            }
+        }
+    }
+    let holds = subtree_holds(&pieces, &archy);
+    pieces
+        .iter()
+        .enumerate()
+        .filter(|(i, piece)| {
+            let (s, e) = piece.range;
+            let beside_kept = piece.parent.is_none_or(|p| holds[p]);
+            holds[*i] || (beside_kept && small_enough(&src[s..e]))
+        })
+        .map(|(_, piece)| piece.range)
+        .collect()
+}
+
+/// Inside a split block, the locals an arch-dependent statement binds (`major, minor = ...`)
+/// make the sibling statements that read them arch-dependent too. Returns whether any changed.
+fn mark_local_uses(
+    src: &[u8],
+    pieces: &[Piece],
+    archy: &mut [bool],
+    harvested: &mut [bool],
+) -> bool {
+    let mut by_parent: std::collections::HashMap<usize, Vec<String>> = Default::default();
+    for (i, piece) in pieces.iter().enumerate() {
+        if let Some(parent) = piece.parent
+            && archy[i]
+            && !harvested[i]
+        {
+            harvested[i] = true;
+            by_parent
+                .entry(parent)
+                .or_default()
+                .extend(assigned_names(&src[piece.range.0..piece.range.1]));
+        }
+    }
+    let mut changed = false;
+    for (parent, names) in by_parent {
+        let Ok(matcher) = AhoCorasick::new(&names) else {
+            continue;
+        };
+        for (i, piece) in pieces.iter().enumerate() {
+            if piece.parent == Some(parent)
+                && !archy[i]
+                && matcher.is_match(&src[piece.range.0..piece.range.1])
+            {
+                archy[i] = true;
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The names on the left of a simple assignment's first line.
+fn assigned_names(statement: &[u8]) -> Vec<String> {
+    if !is_assignment(statement) {
+        return Vec::new();
+    }
+    let line = statement.split(|c| *c == b'\n').next().unwrap_or_default();
+    let eq = line.iter().position(|c| *c == b'=').unwrap_or(0);
+    String::from_utf8_lossy(&line[..eq])
+        .split(',')
+        .map(|t| t.split(':').next().unwrap_or("").trim().to_string())
+        .filter(|t| t.len() >= 2 && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect()
+}
+
+/// Whether each piece, or any piece below it, is arch-dependent.
+fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
+    let mut holds = archy.to_vec();
+    for i in (0..pieces.len()).rev() {
+        if holds[i]
+            && let Some(parent) = pieces[i].parent
+        {
+            holds[parent] = true;
+        }
+    }
+    holds
+}
+
+/// Small top-level statements (imports, constants, flags) are kept; inside a split block,
+/// only short assignments and imports are, as locals a gate may read.
+fn small_enough(statement: &[u8]) -> bool {
+    if statement.first() != Some(&b' ') {
+        return statement.len() <= SMALL_STATEMENT_BYTES;
+    }
+    let code = statement.trim_ascii_start();
+    let is_import = code.starts_with(b"import ") || code.starts_with(b"from ");
+    statement.len() <= SMALL_LOCAL_BYTES && (is_import || is_assignment(statement))
+}
+
+fn is_assignment(statement: &[u8]) -> bool {
+    let line = statement.split(|c| *c == b'\n').next().unwrap_or_default();
+    let Some(eq) = line.iter().position(|c| *c == b'=') else {
+        return false;
+    };
+    let target_ok = line[..eq].iter().all(|c| {
+        c.is_ascii_alphanumeric() || matches!(c, b'_' | b' ' | b',' | b':' | b'[' | b']' | b'.')
+    });
+    target_ok && line.get(eq + 1) != Some(&b'=')
+}
+
+/// The name a top-level `def`, `class` or simple assignment binds. Imports bind names too,
+/// but those are defined elsewhere: the importing file's uses carry their own tokens.
+fn defined_name(statement: &[u8]) -> Option<String> {
+    let head = String::from_utf8_lossy(&statement[..statement.len().min(2_000)]);
+    // Decorators come first; the name is on the first line that is not one.
+    let text = head.lines().find(|line| !line.starts_with('@'))?;
+    let (rest, is_definition) = match text
+        .strip_prefix("async def ")
+        .or_else(|| text.strip_prefix("def "))
+        .or_else(|| text.strip_prefix("class "))
+    {
+        Some(rest) => (rest, true),
+        None => (text, false),
+    };
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let after = rest[name.len()..].trim_start();
+    let binds = is_definition
+        || (after.starts_with('=') && !after.starts_with("=="))
+        || after.starts_with(':');
+    (binds && name.len() >= 3 && !is_keyword(&name)).then_some(name)
+}
+
+fn is_keyword(word: &str) -> bool {
+    matches!(
+        word,
+        "import"
+            | "from"
+            | "def"
+            | "class"
+            | "if"
+            | "elif"
+            | "else"
+            | "for"
+            | "while"
+            | "try"
+            | "with"
+            | "return"
+            | "assert"
+            | "raise"
+            | "del"
+            | "pass"
+            | "global"
+            | "async"
+            | "await"
+            | "lambda"
+            | "not"
+            | "and"
+            | "match"
+            | "case"
+    )
+}
+
+fn starts_statement(line: &[u8], indent: usize) -> bool {
+    line.len() > indent
+        && line[..indent].iter().all(|c| *c == b' ')
+        && !line[indent].is_ascii_whitespace()
+        && line[indent] != b'#'
+}
+
+/// `else:`, `elif`, `except`, `finally` and `case` continue the statement above them.
+fn continues_compound(line: &[u8]) -> bool {
+    [&b"else"[..], b"elif", b"except", b"finally"]
+        .iter()
+        .any(|kw| {
+            line.starts_with(kw)
+                && line
+                    .get(kw.len())
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        })
+}
+
+/// Tracks brackets, strings and line continuations across lines.
+#[derive(Default)]
+struct Lexer {
+    depth: i32,
+    /// The quote byte and whether it is triple, while inside a string.
+    string: Option<(u8, bool)>,
+    continued: bool,
+}
+
+impl Lexer {
+    fn at_statement_boundary(&self) -> bool {
+        self.depth <= 0 && self.string.is_none() && !self.continued
+    }
+
+    fn feed(&mut self, line: &[u8]) {
+        self.continued = false;
+        let mut i = 0;
+        while i < line.len() {
+            let c = line[i];
+            if let Some((quote, triple)) = self.string {
+                if c == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if c == quote {
+                    if !triple {
+                        self.string = None;
+                    } else if line[i..].starts_with(&[quote, quote, quote]) {
+                        self.string = None;
+                        i += 3;
+                        continue;
+                    }
+                } else if c == b'\n' && !triple {
+                    // An unterminated single-quoted string ends at the line (a syntax error
+                    // the parser will report); keep the lexer in step.
+                    self.string = None;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'#' => break,
+                b'"' | b'\'' => {
+                    let triple = line[i..].starts_with(&[c, c, c]);
+                    self.string = Some((c, triple));
+                    i += if triple { 3 } else { 1 };
+                    continue;
+                }
+                b'(' | b'[' | b'{' => self.depth += 1,
+                b')' | b']' | b'}' => self.depth -= 1,
+                b'\\' if line[i + 1..].iter().all(|b| *b == b'\n' || *b == b'\r') => {
+                    self.continued = true;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        if self.depth < 0 {
+            self.depth = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(src: &str) -> Vec<&str> {
+        top_level_statements(src.as_bytes())
+            .into_iter()
+            .map(|(s, e)| &src[s..e])
+            .collect()
+    }
+
+    #[test]
+    fn splits_top_level_statements_only() {
+        let src = "import os\n\
+                   x = (1,\n2)\n\
+                   @cache\n\
+                   def f():\n    return 1\n\
+                   if a:\n    pass\nelse:\n    pass\n\
+                   s = '''\nnot = a statement\n'''\n\
+                   y = 1 + \\\n2\n\
+                   # comment\n\
+                   z = \"#(\"\n";
+        assert_eq!(
+            chunks(src),
+            vec![
+                "import os\n",
+                "x = (1,\n2)\n",
+                "@cache\ndef f():\n    return 1\n",
+                "if a:\n    pass\nelse:\n    pass\n",
+                "s = '''\nnot = a statement\n'''\n",
+                "y = 1 + \\\n2\n# comment\n",
+                "z = \"#(\"\n",
+            ]
+        );
+    }
+
+    #[test]
+    fn keeps_token_statements_and_what_they_define() {
+        let big = "a".repeat(2_000);
+        let src = format!(
+            "@cache\ndef fast():\n    return is_sm100()\nFAST = fast()\ndef user():\n    x = '{big}'\n    return FAST\ndef other():\n    y = '{big}'\n"
+        );
+        let tokens = Tokens::new(["is_sm"]);
+        let kept: Vec<&str> = relevant_ranges(src.as_bytes(), &tokens)
+            .into_iter()
+            .map(|(s, e)| &src[s..e])
+            .collect();
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(kept[2].starts_with("def user"));
+    }
+}
