@@ -160,6 +160,13 @@ impl<'a> Resolver<'a> {
             {
                 Val::Free(expr.to_string())
             }
+            _ => self.eval_unpruned(expr, scope, depth),
+        }
+    }
+
+    /// Evaluates without the pruning test, for the parts of a chain already judged worth it.
+    fn eval_unpruned(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
+        match expr {
             Expr::Name(name) => self.name(name, scope, depth),
             Expr::Attr(obj, attr) => self.attr(expr, obj, attr, scope, depth),
             Expr::Call { func, args, kwargs } => {
@@ -206,17 +213,17 @@ impl<'a> Resolver<'a> {
                 select(test, body, orelse, expr)
             }
             Expr::Dict(_) | Expr::Other(_) => Val::Free(expr.to_string()),
+            Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => {
+                self.eval(expr, scope, depth)
+            }
+            Expr::Tuple(_) | Expr::List(_) | Expr::Set(_) => self.eval(expr, scope, depth),
         }
     }
 
     /// Evaluates the object of an attribute or call without the pruning test: the whole
     /// chain (`torch.version.cuda`) was already judged worth resolving.
     fn eval_callee(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
-        match expr {
-            Expr::Name(name) => self.name(name, scope, depth + 1),
-            Expr::Attr(obj, attr) => self.attr(expr, obj, attr, scope, depth + 1),
-            _ => self.eval(expr, scope, depth + 1),
-        }
+        self.eval_unpruned(expr, scope, depth + 1)
     }
 
     /// Cheap pruning: an expression that names no arch token, no rule, and no name of its own
@@ -521,6 +528,10 @@ impl<'a> Resolver<'a> {
                 bound_kw.extend(kwargs);
                 self.call_function(&func, bound, bound_kw, expr, depth + 1)
             }
+            Val::Builtin(Builtin::Partial) => match args.split_first() {
+                Some((Val::Func(func), rest)) => Val::Partial(func.clone(), rest.to_vec(), kwargs),
+                _ => Val::Free(expr.to_string()),
+            },
             Val::Builtin(builtin) => call_builtin(builtin, args, expr),
             Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
             Val::NamedTuple => Val::Seq(args),
@@ -913,10 +924,8 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
             Some(f @ (Val::Func(_) | Val::Partial(..))) => f,
             _ => Val::Builtin(Builtin::Cache),
         },
-        Builtin::Partial => match first {
-            Some(Val::Func(func)) => Val::Partial(func, args.collect(), Vec::new()),
-            _ => Val::Free(expr.to_string()),
-        },
+        // Handled by the caller, which has the keyword arguments.
+        Builtin::Partial => Val::Free(expr.to_string()),
         Builtin::Tuple | Builtin::Version => match first {
             Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
             Some(v @ (Val::Seq(_) | Val::Str(_) | Val::Dev(_))) => v,

@@ -1,0 +1,2 @@
+# Re-export everything, as sglang does.
+from sglang.srt.utils.common import *

@@ -1,0 +1,2 @@
+class CudaPlatform:
+    pass
