@@ -117,8 +117,32 @@ fn relative(root: &Path, path: &Path) -> String {
         .replace('\\', "/")
 }
 
+/// How much work the scan may skip. The defaults are what users run; tests turn both off to
+/// prove that skipping never loses a gate.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanOptions {
+    /// Parse only files whose bytes contain a token.
+    pub prefilter: bool,
+    /// Parse only the statements of big files that can matter.
+    pub chunking: bool,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            prefilter: true,
+            chunking: true,
+        }
+    }
+}
+
 /// Scans a site for gates.
 pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
+    scan_with(site, rules, ScanOptions::default())
+}
+
+/// Scans a site for gates, with explicit options.
+pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult {
     let mut warnings = Vec::new();
     let files = python_files(&site.root, &mut warnings);
     let rule_names = rules.token_names();
@@ -130,12 +154,16 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
         .par_iter()
         .filter_map(|file| {
             let bytes = std::fs::read(site.root.join(file)).ok()?;
-            if !prefilter.hit(&bytes) {
+            if options.prefilter && !prefilter.hit(&bytes) {
                 return None;
             }
             let (module, is_package) = module_name(file)?;
             let t0 = std::time::Instant::now();
-            let tree = parse_relevant(&bytes, &prefilter)?;
+            let tree = if options.chunking {
+                parse_relevant(&bytes, &prefilter)?
+            } else {
+                parse(&bytes)?
+            };
             let t1 = std::time::Instant::now();
             let ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
             let t2 = std::time::Instant::now();
@@ -188,7 +216,13 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
         })
         .collect();
     gates.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.form).cmp(&(&b.file, b.line, b.column, b.form))
+        (&a.file, a.line, a.column, a.form.specificity(), a.form).cmp(&(
+            &b.file,
+            b.line,
+            b.column,
+            b.form.specificity(),
+            b.form,
+        ))
     });
     gates.dedup_by(|a, b| {
         a.file == b.file

@@ -608,7 +608,8 @@ impl<'a> Lowerer<'a> {
 
     /// Records a candidate site when it could depend on the architecture; resolution decides.
     fn site(&mut self, kind: SiteKind, node: Node) {
-        if !self.archy_or_derived(node) {
+        // A min-capability declaration is a gate by where it is, not by its text (`return 80`).
+        if kind != SiteKind::MinCapability && !self.archy_or_derived(node) {
             return;
         }
         let function = self.functions.last().copied();

@@ -52,6 +52,16 @@ pub enum Form {
 }
 
 impl Form {
+    /// When two sites share a span (`flags = get_nvcc_flags_list(...)` is an assignment and an
+    /// arch list), the more specific form describes it; lower is more specific.
+    pub fn specificity(self) -> u8 {
+        match self {
+            Form::JitArchList | Form::CapabilityDecorator | Form::MinCapability => 0,
+            Form::BackendCapability | Form::ValueSelect => 1,
+            _ => 2,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Form::HelperCall => "helper-call",

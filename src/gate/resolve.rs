@@ -460,6 +460,11 @@ impl<'a> Resolver<'a> {
             Val::Cuda { .. } if attr == "split" => Val::Builtin(Builtin::CudaSplit),
             Val::Object(kind) => self.object_attr(&kind, attr, whole, depth),
             Val::Unknown(reason) => Val::Unknown(reason),
+            // `obj.has_device_capability` on an object gatefix cannot follow: the attribute
+            // itself says the value depends on the device.
+            _ if self.tokens.hit(attr.as_bytes()) => Val::Unknown(format!(
+                "`{whole}`: gatefix cannot tell what `{obj}` is; a rule can declare it"
+            )),
             _ => Val::Free(whole.to_string()),
         }
     }

@@ -1,0 +1,533 @@
+//! `gatefix audit` end to end on the fixture site `testdata/sites/mixed`, whose files model the
+//! gate forms of docs/gates.md (written for these tests; no upstream source).
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const SITE: &str = "testdata/sites/mixed";
+
+fn audit(site: &Path, extra: &[&str]) -> Value {
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .arg("audit")
+        .arg(site)
+        .args([
+            "--target", "sm_120", "--target", "sm121", "--format", "json",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+}
+
+fn gates(doc: &Value) -> &Vec<Value> {
+    doc["gates"].as_array().unwrap()
+}
+
+fn gate<'a>(doc: &'a Value, file: &str, line: u64) -> &'a Value {
+    gates(doc)
+        .iter()
+        .find(|g| g["file"] == file && g["line"] == line)
+        .unwrap_or_else(|| panic!("no gate at {file}:{line}"))
+}
+
+/// (file, line, form, predicate, admits at sm_120, admits at sm_121)
+const EXPECTED: &[(&str, u64, &str, &str, &str, &str)] = &[
+    // F1 helpers through two levels of imports (utils/__init__ star-imports common).
+    (
+        "sglang/srt/layers/fusion.py",
+        20,
+        "value-select",
+        "major in {10, 12} and cuda >= 12.8",
+        "yes",
+        "yes",
+    ),
+    // F2 platform attributes through the probe table, F3 cached flags and their uses.
+    (
+        "sglang/srt/layers/fusion.py",
+        7,
+        "cached-flag",
+        "major == 9 and cuda >= 12.3",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/layers/fusion.py",
+        8,
+        "cached-flag",
+        "major == 10 and cuda >= 12.8",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/layers/fusion.py",
+        12,
+        "flag-use",
+        "(major == 9 and cuda >= 12.3 or major == 10 and cuda >= 12.8) and `batch_size <= 2048`",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/layers/fusion.py",
+        16,
+        "platform-attr",
+        "not (major == 9 and cuda >= 12.3 or major == 10 and cuda >= 12.8)",
+        "yes",
+        "yes",
+    ),
+    (
+        "sglang/srt/layers/fusion.py",
+        18,
+        "platform-attr",
+        "`backend == \"auto\"` and (major == 12 and cuda >= 12.8 or (major, minor) == (12, 0))",
+        "yes",
+        "yes",
+    ),
+    // F4 `major, minor = ...` tracked inside the function; F6 through a platform value.
+    (
+        "sglang/srt/layers/fusion.py",
+        26,
+        "capability-compare",
+        "major == 12 and minor == 1",
+        "no",
+        "yes",
+    ),
+    (
+        "sglang/srt/layers/fusion.py",
+        28,
+        "capability-membership",
+        "sm in {100, 103}",
+        "no",
+        "no",
+    ),
+    // Exact-minor helper.
+    (
+        "sglang/srt/utils/common.py",
+        44,
+        "capability-compare",
+        "(major, minor) == (12, 0)",
+        "yes",
+        "no",
+    ),
+    // The same name in another module means something else.
+    (
+        "sglang/multimodal/platform.py",
+        10,
+        "helper-call",
+        "major == 10",
+        "no",
+        "no",
+    ),
+    // F6 named module constant, F12 decorator, helper with `major, minor` unpacking.
+    (
+        "flashinfer/utils.py",
+        29,
+        "capability-membership",
+        "(major, minor) not in {(10, 0), (10, 3)}",
+        "yes",
+        "yes",
+    ),
+    (
+        "flashinfer/utils.py",
+        33,
+        "capability-decorator",
+        "sm in {90, 100}",
+        "no",
+        "no",
+    ),
+    (
+        "flashinfer/utils.py",
+        22,
+        "capability-compare",
+        "major == 12 and minor == 0",
+        "yes",
+        "no",
+    ),
+    // F11 JIT arch lists, literal and through a named constant.
+    (
+        "flashinfer/jit/comm.py",
+        7,
+        "jit-arch-list",
+        "major in {9, 10}",
+        "no",
+        "no",
+    ),
+    (
+        "flashinfer/jit/comm.py",
+        14,
+        "jit-arch-list",
+        "major in {9, 10, 12}",
+        "yes",
+        "yes",
+    ),
+    // F7 platform methods (rules), F8 backend capability and min capability.
+    (
+        "vllm/backends/mla.py",
+        14,
+        "backend-capability",
+        "major == 10",
+        "no",
+        "no",
+    ),
+    (
+        "vllm/backends/mla.py",
+        18,
+        "min-capability",
+        "sm >= 80",
+        "yes",
+        "yes",
+    ),
+    (
+        "vllm/backends/mla.py",
+        22,
+        "platform-method",
+        "major == 10 or sm == 90",
+        "no",
+        "no",
+    ),
+    (
+        "vllm/backends/mla.py",
+        26,
+        "platform-method",
+        "sm >= 100",
+        "yes",
+        "yes",
+    ),
+    (
+        "vllm/backends/mla.py",
+        28,
+        "platform-method",
+        "major == 12",
+        "yes",
+        "yes",
+    ),
+    // Chunked parsing: gates deep inside big blocks of a 30 kB module.
+    (
+        "sglang/srt/big_module.py",
+        624,
+        "flag-use",
+        "`backend == \"auto\"` and major == 10 and cuda >= 12.8",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/big_module.py",
+        1235,
+        "capability-compare",
+        "major == 9",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/big_module.py",
+        1237,
+        "helper-call",
+        "major == 12 and cuda >= 12.8",
+        "yes",
+        "yes",
+    ),
+];
+
+#[test]
+fn every_form_resolves_and_evaluates_at_sm120_and_sm121() {
+    let doc = audit(Path::new(SITE), &[]);
+    for &(file, line, form, predicate, at120, at121) in EXPECTED {
+        let g = gate(&doc, file, line);
+        assert_eq!(g["form"], form, "{file}:{line}");
+        assert_eq!(g["predicate"], predicate, "{file}:{line}");
+        assert_eq!(g["admits"]["sm_120"], at120, "{file}:{line} at sm_120");
+        assert_eq!(g["admits"]["sm_121"], at121, "{file}:{line} at sm_121");
+    }
+}
+
+#[test]
+fn json_carries_the_documented_fields() {
+    let doc = audit(Path::new(SITE), &[]);
+    assert_eq!(doc["gatefix"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doc["targets"], serde_json::json!(["sm_120", "sm_121"]));
+    assert_eq!(doc["cuda"], "12.8", "read from the site's torch/version.py");
+    let names: Vec<&str> = doc["distributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["flashinfer-python", "sglang", "vllm"]);
+    let g = gate(&doc, "vllm/backends/mla.py", 14);
+    assert_eq!(g["dist"], "vllm");
+    assert_eq!(g["dist_version"], "0.33.0");
+    assert_eq!(
+        g["function"],
+        "CutlassMLABackend.supports_compute_capability"
+    );
+    assert_eq!(g["text"], "capability.major == 10");
+    assert_eq!(
+        (
+            g["column"].as_u64(),
+            g["end_line"].as_u64(),
+            g["end_column"].as_u64()
+        ),
+        (Some(16), Some(14), Some(38))
+    );
+    for g in gates(&doc) {
+        for key in [
+            "id",
+            "file",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "form",
+            "text",
+            "predicate",
+            "admits",
+            "unknown_because",
+        ] {
+            assert!(g.get(key).is_some(), "{key} missing in {g}");
+        }
+        assert!(g["line"].as_u64().unwrap() >= 1 && g["column"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn the_same_name_in_two_modules_resolves_to_its_own_definition() {
+    let doc = audit(Path::new(SITE), &[]);
+    // srt's is_blackwell admits major 12; multimodal's is_blackwell is major 10 only.
+    assert_eq!(
+        gate(&doc, "sglang/srt/layers/fusion.py", 20)["admits"]["sm_120"],
+        "yes"
+    );
+    assert_eq!(
+        gate(&doc, "sglang/multimodal/platform.py", 10)["admits"]["sm_120"],
+        "no"
+    );
+}
+
+#[test]
+fn cuda_atoms_follow_the_cuda_flag() {
+    let doc = audit(Path::new(SITE), &["--cuda", "12.4"]);
+    assert_eq!(doc["cuda"], "12.4");
+    let g = gate(&doc, "sglang/srt/big_module.py", 1237);
+    assert_eq!(
+        g["admits"]["sm_120"], "no",
+        "is_sm120_supported needs CUDA 12.8"
+    );
+}
+
+#[test]
+fn without_a_cuda_version_cuda_atoms_are_unknown_with_the_reason() {
+    let site = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(SITE), site.path());
+    std::fs::remove_dir_all(site.path().join("torch")).unwrap();
+    let doc = audit(site.path(), &[]);
+    assert_eq!(doc["cuda"], Value::Null);
+    let g = gate(&doc, "sglang/srt/big_module.py", 1237);
+    assert_eq!(g["admits"]["sm_120"], "unknown");
+    assert!(g["unknown_because"].as_str().unwrap().contains("--cuda"));
+    // An atom that cannot decide the outcome does not make the gate unknown.
+    assert_eq!(
+        gate(&doc, "sglang/srt/layers/fusion.py", 8)["admits"]["sm_120"],
+        "no"
+    );
+}
+
+#[test]
+fn broken_files_still_yield_their_well_formed_gates_with_warnings() {
+    let doc = audit(Path::new(SITE), &[]);
+    // A syntax error between two gates: both are reported.
+    assert_eq!(
+        gate(&doc, "flashinfer/broken.py", 5)["predicate"],
+        "major == 12 and minor == 0"
+    );
+    assert_eq!(
+        gate(&doc, "flashinfer/broken.py", 13)["admits"]["sm_121"],
+        "no"
+    );
+    // Latin-1 bytes: no panic, the gate is there.
+    assert_eq!(
+        gate(&doc, "flashinfer/latin1.py", 8)["predicate"],
+        "major == 9"
+    );
+    let warnings: Vec<String> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            format!(
+                "{}:{}",
+                w["file"].as_str().unwrap(),
+                w["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("flashinfer/broken.py:syntax error")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("flashinfer/latin1.py:not valid UTF-8")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("vllm/outside.py:symlink points outside")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn output_is_deterministic_and_ids_survive_line_shifts() {
+    let first = audit(Path::new(SITE), &[]);
+    let second = audit(Path::new(SITE), &[]);
+    assert_eq!(first, second);
+
+    let site = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(SITE), site.path());
+    let file = site.path().join("vllm/backends/mla.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("# a comment\n# and another\n{text}")).unwrap();
+    let shifted = audit(site.path(), &[]);
+    let id_at = |doc: &Value, line| gate(doc, "vllm/backends/mla.py", line)["id"].clone();
+    assert_eq!(id_at(&first, 14), id_at(&shifted, 16));
+    assert_eq!(id_at(&first, 26), id_at(&shifted, 28));
+    let ids: std::collections::HashSet<&Value> = gates(&first).iter().map(|g| &g["id"]).collect();
+    assert_eq!(ids.len(), gates(&first).len(), "ids are unique");
+}
+
+#[test]
+fn human_output_groups_by_distribution_without_colour_when_piped() {
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .args(["audit", SITE, "--target", "12.0"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(!text.contains('\x1b'), "no ANSI escapes on a pipe");
+    assert!(
+        text.contains("\nvllm 0.33.0\n  vllm/backends/mla.py\n"),
+        "{text}"
+    );
+    assert!(text.contains("admits: sm_120 no"));
+    assert!(text.contains("gates in "));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("symlink points outside the site"));
+}
+
+#[test]
+fn venv_roots_and_virtual_env_are_followed() {
+    let venv = tempfile::tempdir().unwrap();
+    let site = venv.path().join("lib/python3.11/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    copy_tree(Path::new(SITE), &site);
+    std::fs::write(venv.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let by_path = audit(venv.path(), &[]);
+    assert_eq!(by_path["site"], site.display().to_string());
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .args(["audit", "--format", "json"])
+        .env("VIRTUAL_ENV", venv.path())
+        .current_dir(venv.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let by_env: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(by_env["site"], site.display().to_string());
+    assert_eq!(gates(&by_env).len(), gates(&by_path).len());
+}
+
+#[test]
+fn usage_and_input_errors_exit_2_with_a_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["audit", "no/such/site"],
+            "no/such/site: no such file or folder",
+        ),
+        (
+            &["audit", SITE, "--target", "sm_12x"],
+            "invalid target `sm_12x`",
+        ),
+        (
+            &["audit", SITE, "--cuda", "twelve"],
+            "invalid --cuda `twelve`",
+        ),
+        (&["audit", SITE, "--format", "xml"], "invalid value 'xml'"),
+    ];
+    for (args, message) in cases {
+        let output = Command::cargo_bin("gatefix")
+            .unwrap()
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_malformed_rule_file_is_named_with_line_and_column() {
+    let rules = tempfile::tempdir().unwrap();
+    std::fs::write(
+        rules.path().join("bad.toml"),
+        "[[helper]]\nname = \"x\"\nadmits = 3\n",
+    )
+    .unwrap();
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .args(["audit", SITE, "--rules"])
+        .arg(rules.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.toml:3:10:"), "{stderr}");
+}
+
+#[test]
+fn rules_from_a_folder_replace_the_embedded_ones() {
+    // Without the vllm rules, current_platform cannot be resolved: unknown, with the reason.
+    let rules = tempfile::tempdir().unwrap();
+    for name in ["python.toml", "sglang.toml", "flashinfer.toml"] {
+        std::fs::copy(Path::new("rules").join(name), rules.path().join(name)).unwrap();
+    }
+    let doc = audit(
+        Path::new(SITE),
+        &["--rules", rules.path().to_str().unwrap()],
+    );
+    let g = gate(&doc, "vllm/backends/mla.py", 26);
+    assert_eq!(g["admits"]["sm_120"], "unknown");
+    assert!(
+        g["unknown_because"]
+            .as_str()
+            .unwrap()
+            .contains("current_platform")
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from).follow_links(false) {
+        let entry = entry.unwrap();
+        let relative = entry.path().strip_prefix(from).unwrap();
+        let target: PathBuf = to.join(relative);
+        if entry.path_is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
