@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Downloads the pinned real wheels the real-package tests read, into a cache outside the repo
+# (default ~/.cache/gatefix/wheels; override with GATEFIX_WHEELS). Idempotent: pip skips
+# wheels that are already there. Nothing is installed; the tests unzip them into temp sites.
+set -euo pipefail
+dest="${GATEFIX_WHEELS:-$HOME/.cache/gatefix/wheels}"
+mkdir -p "$dest"
+pins=(
+  # The original failure's shape: sglang 0.5.5 with the flashinfer it pinned.
+  "sglang==0.5.5"
+  "flashinfer-python==0.5.0"
+  # The latest sglang with the flashinfer it pins.
+  "sglang==0.5.23"
+  "flashinfer-python==0.7.2"
+)
+for pin in "${pins[@]}"; do
+  name="${pin%%==*}"; version="${pin##*==}"
+  file_prefix="$(echo "$name" | tr - _)-${version}-"
+  if ls "$dest/$file_prefix"*.whl >/dev/null 2>&1; then
+    continue
+  fi
+  echo "fetching $pin" >&2
+  python3 -m pip download --quiet --no-deps --only-binary=:all: \
+    --python-version 3.11 --platform manylinux_2_34_x86_64 --platform any \
+    -d "$dest" "$pin"
+done
+ls "$dest"

@@ -1,0 +1,193 @@
+//! Real-package checks on pinned wheels (docs/gates.md §3). They need the wheels that
+//! `ci/fetch-wheels.sh` downloads, so they are `#[ignore]`d in a plain `cargo test`;
+//! `.ci/run` fetches the wheels and runs them with `--ignored`.
+//!
+//! Gates are found by file, enclosing function and text, not by line, so a re-release that
+//! only shifts lines does not break the checks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn wheels_dir() -> PathBuf {
+    std::env::var_os("GATEFIX_WHEELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/gatefix/wheels"))
+}
+
+/// Unzips the wheels whose file names start with the given prefixes into one temp site.
+fn site(prefixes: &[&str]) -> tempfile::TempDir {
+    let site = tempfile::tempdir().unwrap();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(wheels_dir())
+        .expect("wheels are fetched by ci/fetch-wheels.sh")
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for prefix in prefixes {
+        let wheel = entries
+            .iter()
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .unwrap_or_else(|| panic!("wheel {prefix}* missing; run ci/fetch-wheels.sh"));
+        let status = Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(wheel)
+            .arg(site.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "unzip {}", wheel.display());
+    }
+    site
+}
+
+fn audit(site: &Path) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_gatefix"))
+        .arg("audit")
+        .arg(site)
+        .args(["--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn old_site() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| audit(site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path()))
+}
+
+fn new_site() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| audit(site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]).path()))
+}
+
+/// The gates in `file` (inside `function`, when given) whose text contains every needle.
+fn find<'a>(doc: &'a Value, file: &str, function: Option<&str>, needles: &[&str]) -> Vec<&'a Value> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == file)
+        .filter(|g| function.is_none_or(|f| g["function"] == f))
+        .filter(|g| needles.iter().all(|n| g["text"].as_str().unwrap().contains(n)))
+        .collect()
+}
+
+fn one<'a>(doc: &'a Value, file: &str, function: Option<&str>, needles: &[&str]) -> &'a Value {
+    let found = find(doc, file, function, needles);
+    assert_eq!(found.len(), 1, "{file} {function:?} {needles:?}: {found:#?}");
+    found[0]
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_055_communicator_fusion_gate_blocks_sm120() {
+    let doc = old_site();
+    let gate = one(
+        doc,
+        "sglang/srt/layers/communicator.py",
+        Some("CommunicateWithAllReduceAndLayerNormFn._gather_hidden_states_and_residual"),
+        &["(_is_sm100_supported or _is_sm90_supported)"],
+    );
+    assert_eq!(gate["form"], "flag-use");
+    assert_eq!(gate["admits"]["sm_120"], "no");
+    assert_eq!(gate["admits"]["sm_121"], "no");
+    assert_eq!(gate["dist"], "sglang");
+    assert_eq!(gate["dist_version"], "0.5.5");
+    // The flags it reads are cached at import: one record each.
+    let flag = one(doc, "sglang/srt/layers/communicator.py", None, &["is_cuda() and is_sm100_supported()"]);
+    assert_eq!(flag["form"], "cached-flag");
+    assert_eq!(flag["predicate"], "major == 10 and cuda >= \"12.8\"");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_055_is_blackwell_supported_admits_sm120() {
+    let doc = old_site();
+    let uses = find(doc, "sglang/srt/server_args.py", None, &["is_blackwell_supported()"]);
+    assert!(!uses.is_empty());
+    for gate in &uses {
+        let text = gate["text"].as_str().unwrap();
+        let negated = text.trim_start().starts_with("not ");
+        let expected = if negated { "no" } else { "yes" };
+        assert_eq!(gate["admits"]["sm_120"], expected, "{text}");
+        assert_eq!(gate["admits"]["sm_121"], expected, "{text}");
+    }
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn flashinfer_trtllm_comm_arch_list_per_version() {
+    let old = one(old_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_comm_module"), &["supported_major_versions"]);
+    assert_eq!(old["form"], "jit-arch-list");
+    assert_eq!(old["predicate"], "major in {9, 10}");
+    assert_eq!(old["admits"]["sm_120"], "no");
+    let new = one(new_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_comm_module"), &["supported_major_versions"]);
+    assert_eq!(new["predicate"], "major in {9, 10, 12}");
+    assert_eq!(new["admits"]["sm_120"], "yes");
+    assert_eq!(new["admits"]["sm_121"], "yes");
+    let mnnvl = one(new_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_mnnvl_comm_module"), &["supported_major_versions"]);
+    assert_eq!(mnnvl["predicate"], "major in {9, 10}");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_add_norm_fusion_gate_through_get_platform() {
+    let doc = new_site();
+    let file = "sglang/srt/layers/layer_boundary/residual/add_norm.py";
+    for needle in ["get_platform().is_sm90", "get_platform().is_sm100"] {
+        let flag = one(doc, file, None, &[needle]);
+        assert_eq!(flag["form"], "cached-flag");
+        assert_eq!(flag["admits"]["sm_120"], "no", "{needle}");
+    }
+    let gate = one(doc, file, Some("flashinfer_ar_fusion_applies"), &["(_is_sm90_supported or _is_sm100_supported)"]);
+    assert_eq!(gate["form"], "flag-use");
+    assert_eq!(gate["admits"]["sm_120"], "no");
+    assert_eq!(gate["admits"]["sm_121"], "no");
+    assert!(gate["predicate"].as_str().unwrap().starts_with("(major == 9 and cuda >= 12.3 or major == 10 and cuda >= 12.8)"));
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_comm_fusion_raises_on_sm120_and_never_picks_mnnvl() {
+    let doc = new_site();
+    let file = "sglang/srt/layers/flashinfer_comm_fusion.py";
+    // `if not (is_sm90 or is_sm100): raise` — the raising branch runs on SM120.
+    let raise = one(doc, file, Some("_resolve_backend"), &["not (get_platform().is_sm90 or get_platform().is_sm100)"]);
+    assert_eq!(raise["form"], "platform-attr");
+    assert_eq!(raise["admits"]["sm_120"], "yes");
+    // `auto` resolves to mnnvl only where is_sm100 holds: never on SM12x.
+    let mnnvl_choices = find(doc, file, Some("_resolve_backend"), &["get_platform().is_sm100"]);
+    assert!(mnnvl_choices.len() >= 2);
+    for gate in mnnvl_choices {
+        let text = gate["text"].as_str().unwrap();
+        if text == "get_platform().is_sm100" {
+            assert_eq!(gate["admits"]["sm_120"], "no");
+        }
+    }
+    let supported = one(doc, file, Some("_mnnvl_supported"), &["get_platform().is_sm90"]);
+    assert_eq!(supported["admits"]["sm_121"], "no");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_fusion_auto_enable_blocks_sm120() {
+    let doc = new_site();
+    let gate = one(
+        doc,
+        "sglang/srt/arg_groups/overrides.py",
+        Some("_flashinfer_allreduce_fusion_auto_enable"),
+        &["(get_platform().is_sm90 or get_platform().is_sm100)"],
+    );
+    assert_eq!(gate["admits"]["sm_120"], "no");
+    assert_eq!(gate["admits"]["sm_121"], "no");
+    // The MoE auto-selection that already routes SM120 to flashinfer_cutlass admits it.
+    let cutlass = one(
+        doc,
+        "sglang/srt/arg_groups/overrides.py",
+        Some("_moe_runner_backend_quant_constraints"),
+        &["get_platform().is_sm120 or get_platform().is_sm110"],
+    );
+    assert_eq!(cutlass["admits"]["sm_120"], "yes");
+}
