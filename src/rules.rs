@@ -56,6 +56,9 @@ pub enum Fact {
     False,
     None,
     Platform,
+    /// An instance of the class named by the rule's `class` (`module.Class`): its methods
+    /// are read from the site.
+    Instance,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -74,6 +77,9 @@ pub struct ValueRule {
     /// For `platform` facts: the object kind its `[[method]]` and `[[probe_table]]` rules name.
     #[serde(default)]
     pub object: Option<String>,
+    /// For `instance` facts: the class, as `module.Class`.
+    #[serde(default)]
+    pub class: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -160,6 +166,16 @@ impl Rules {
             })
         };
         for value in file.value {
+            let instance = value.is == Some(Fact::Instance) || value.call == Some(Fact::Instance);
+            if instance && value.class.as_ref().is_none_or(|c| !c.contains('.')) {
+                return Err(Error::Input {
+                    message: format!(
+                        "{}: [[value]] `{}` is an instance and needs `class = \"module.Class\"`",
+                        path.display(),
+                        value.name
+                    ),
+                });
+            }
             if value.is.is_none() && value.call.is_none() {
                 return Err(Error::Input {
                     message: format!(

@@ -158,24 +158,13 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
                 return None;
             }
             let (module, is_package) = module_name(file)?;
-            let t0 = std::time::Instant::now();
-            let tree = if options.chunking {
+            let (tree, partial) = if options.chunking {
                 parse_relevant(&bytes, &prefilter)?
             } else {
-                parse(&bytes)?
+                (parse(&bytes)?, false)
             };
-            let t1 = std::time::Instant::now();
-            let ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
-            let t2 = std::time::Instant::now();
-            if std::env::var_os("GATEFIX_PROF").is_some() {
-                eprintln!(
-                    "PROF {} parse {:?} lower {:?} bytes {}",
-                    file.display(),
-                    t1 - t0,
-                    t2 - t1,
-                    bytes.len()
-                );
-            }
+            let mut ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
+            ir.partial = partial;
             let file_warnings = file_warnings(file, &bytes, &ir.parse_errors);
             let shared = index.preload(&module, ir)?;
             Some((relative(Path::new(""), file), shared, file_warnings))
@@ -186,12 +175,8 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
     let mut gates: Vec<Gate> = lowered
         .par_iter()
         .flat_map_iter(|(file, module, _)| {
-            let t0 = std::time::Instant::now();
-            let r = resolve_module(&resolver, module);
-            if std::env::var_os("GATEFIX_PROF").is_some() {
-                eprintln!("PROFR {} resolve {:?}", file, t0.elapsed());
-            }
-            r.into_iter()
+            resolve_module(&resolver, module)
+                .into_iter()
                 .map(|resolved| {
                     let site_record = &module.sites[resolved.site_index];
                     let owner = site.owner(file);
@@ -249,14 +234,14 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
 
 /// Big files are parsed statement by statement (the relevant ones); if that parse reports an
 /// error, the whole file is parsed again so chunking never invents a syntax error.
-fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<Tree> {
+fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<(Tree, bool)> {
     if bytes.len() < CHUNK_MIN_FILE_BYTES {
-        return parse(bytes);
+        return Some((parse(bytes)?, false));
     }
     let ranges = relevant_ranges(bytes, tokens);
     match parse_ranges(bytes, &ranges) {
-        Some(tree) if !tree.root_node().has_error() => Some(tree),
-        _ => parse(bytes),
+        Some(tree) if !tree.root_node().has_error() => Some((tree, true)),
+        _ => Some((parse(bytes)?, false)),
     }
 }
 

@@ -208,6 +208,23 @@ const EXPECTED: &[(&str, u64, &str, &str, &str, &str)] = &[
         "yes",
         "yes",
     ),
+    // Methods through `self`, inherited from a base class.
+    (
+        "sglang/srt/layers/runner.py",
+        9,
+        "helper-call",
+        "major == 9",
+        "no",
+        "no",
+    ),
+    (
+        "sglang/srt/layers/runner.py",
+        16,
+        "value-select",
+        "major == 9",
+        "no",
+        "no",
+    ),
     // Chunked parsing: gates deep inside big blocks of a 30 kB module.
     (
         "sglang/srt/big_module.py",

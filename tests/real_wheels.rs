@@ -14,7 +14,9 @@ use serde_json::Value;
 fn wheels_dir() -> PathBuf {
     std::env::var_os("GATEFIX_WHEELS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/gatefix/wheels"))
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/gatefix/wheels")
+        })
 }
 
 /// Unzips the wheels whose file names start with the given prefixes into one temp site.
@@ -45,10 +47,16 @@ fn audit(site: &Path) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_gatefix"))
         .arg("audit")
         .arg(site)
-        .args(["--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json"])
+        .args([
+            "--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json",
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -63,20 +71,33 @@ fn new_site() -> &'static Value {
 }
 
 /// The gates in `file` (inside `function`, when given) whose text contains every needle.
-fn find<'a>(doc: &'a Value, file: &str, function: Option<&str>, needles: &[&str]) -> Vec<&'a Value> {
+fn find<'a>(
+    doc: &'a Value,
+    file: &str,
+    function: Option<&str>,
+    needles: &[&str],
+) -> Vec<&'a Value> {
     doc["gates"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|g| g["file"] == file)
         .filter(|g| function.is_none_or(|f| g["function"] == f))
-        .filter(|g| needles.iter().all(|n| g["text"].as_str().unwrap().contains(n)))
+        .filter(|g| {
+            needles
+                .iter()
+                .all(|n| g["text"].as_str().unwrap().contains(n))
+        })
         .collect()
 }
 
 fn one<'a>(doc: &'a Value, file: &str, function: Option<&str>, needles: &[&str]) -> &'a Value {
     let found = find(doc, file, function, needles);
-    assert_eq!(found.len(), 1, "{file} {function:?} {needles:?}: {found:#?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "{file} {function:?} {needles:?}: {found:#?}"
+    );
     found[0]
 }
 
@@ -96,7 +117,12 @@ fn sglang_055_communicator_fusion_gate_blocks_sm120() {
     assert_eq!(gate["dist"], "sglang");
     assert_eq!(gate["dist_version"], "0.5.5");
     // The flags it reads are cached at import: one record each.
-    let flag = one(doc, "sglang/srt/layers/communicator.py", None, &["is_cuda() and is_sm100_supported()"]);
+    let flag = one(
+        doc,
+        "sglang/srt/layers/communicator.py",
+        None,
+        &["is_cuda() and is_sm100_supported()"],
+    );
     assert_eq!(flag["form"], "cached-flag");
     assert_eq!(flag["predicate"], "major == 10 and cuda >= \"12.8\"");
 }
@@ -105,7 +131,12 @@ fn sglang_055_communicator_fusion_gate_blocks_sm120() {
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn sglang_055_is_blackwell_supported_admits_sm120() {
     let doc = old_site();
-    let uses = find(doc, "sglang/srt/server_args.py", None, &["is_blackwell_supported()"]);
+    let uses = find(
+        doc,
+        "sglang/srt/server_args.py",
+        None,
+        &["is_blackwell_supported()"],
+    );
     assert!(!uses.is_empty());
     for gate in &uses {
         let text = gate["text"].as_str().unwrap();
@@ -119,15 +150,30 @@ fn sglang_055_is_blackwell_supported_admits_sm120() {
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn flashinfer_trtllm_comm_arch_list_per_version() {
-    let old = one(old_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_comm_module"), &["supported_major_versions"]);
+    let old = one(
+        old_site(),
+        "flashinfer/jit/comm.py",
+        Some("gen_trtllm_comm_module"),
+        &["supported_major_versions"],
+    );
     assert_eq!(old["form"], "jit-arch-list");
     assert_eq!(old["predicate"], "major in {9, 10}");
     assert_eq!(old["admits"]["sm_120"], "no");
-    let new = one(new_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_comm_module"), &["supported_major_versions"]);
+    let new = one(
+        new_site(),
+        "flashinfer/jit/comm.py",
+        Some("gen_trtllm_comm_module"),
+        &["supported_major_versions"],
+    );
     assert_eq!(new["predicate"], "major in {9, 10, 12}");
     assert_eq!(new["admits"]["sm_120"], "yes");
     assert_eq!(new["admits"]["sm_121"], "yes");
-    let mnnvl = one(new_site(), "flashinfer/jit/comm.py", Some("gen_trtllm_mnnvl_comm_module"), &["supported_major_versions"]);
+    let mnnvl = one(
+        new_site(),
+        "flashinfer/jit/comm.py",
+        Some("gen_trtllm_mnnvl_comm_module"),
+        &["supported_major_versions"],
+    );
     assert_eq!(mnnvl["predicate"], "major in {9, 10}");
 }
 
@@ -141,11 +187,21 @@ fn sglang_0523_add_norm_fusion_gate_through_get_platform() {
         assert_eq!(flag["form"], "cached-flag");
         assert_eq!(flag["admits"]["sm_120"], "no", "{needle}");
     }
-    let gate = one(doc, file, Some("flashinfer_ar_fusion_applies"), &["(_is_sm90_supported or _is_sm100_supported)"]);
+    let gate = one(
+        doc,
+        file,
+        Some("flashinfer_ar_fusion_applies"),
+        &["(_is_sm90_supported or _is_sm100_supported)"],
+    );
     assert_eq!(gate["form"], "flag-use");
     assert_eq!(gate["admits"]["sm_120"], "no");
     assert_eq!(gate["admits"]["sm_121"], "no");
-    assert!(gate["predicate"].as_str().unwrap().starts_with("(major == 9 and cuda >= 12.3 or major == 10 and cuda >= 12.8)"));
+    assert!(
+        gate["predicate"]
+            .as_str()
+            .unwrap()
+            .starts_with("(major == 9 and cuda >= 12.3 or major == 10 and cuda >= 12.8)")
+    );
 }
 
 #[test]
@@ -154,11 +210,21 @@ fn sglang_0523_comm_fusion_raises_on_sm120_and_never_picks_mnnvl() {
     let doc = new_site();
     let file = "sglang/srt/layers/flashinfer_comm_fusion.py";
     // `if not (is_sm90 or is_sm100): raise` — the raising branch runs on SM120.
-    let raise = one(doc, file, Some("_resolve_backend"), &["not (get_platform().is_sm90 or get_platform().is_sm100)"]);
+    let raise = one(
+        doc,
+        file,
+        Some("_resolve_backend"),
+        &["not (get_platform().is_sm90 or get_platform().is_sm100)"],
+    );
     assert_eq!(raise["form"], "platform-attr");
     assert_eq!(raise["admits"]["sm_120"], "yes");
     // `auto` resolves to mnnvl only where is_sm100 holds: never on SM12x.
-    let mnnvl_choices = find(doc, file, Some("_resolve_backend"), &["get_platform().is_sm100"]);
+    let mnnvl_choices = find(
+        doc,
+        file,
+        Some("_resolve_backend"),
+        &["get_platform().is_sm100"],
+    );
     assert!(mnnvl_choices.len() >= 2);
     for gate in mnnvl_choices {
         let text = gate["text"].as_str().unwrap();
@@ -166,7 +232,12 @@ fn sglang_0523_comm_fusion_raises_on_sm120_and_never_picks_mnnvl() {
             assert_eq!(gate["admits"]["sm_120"], "no");
         }
     }
-    let supported = one(doc, file, Some("_mnnvl_supported"), &["get_platform().is_sm90"]);
+    let supported = one(
+        doc,
+        file,
+        Some("_mnnvl_supported"),
+        &["get_platform().is_sm90"],
+    );
     assert_eq!(supported["admits"]["sm_121"], "no");
 }
 
@@ -190,4 +261,42 @@ fn sglang_0523_fusion_auto_enable_blocks_sm120() {
         &["get_platform().is_sm120 or get_platform().is_sm110"],
     );
     assert_eq!(cutlass["admits"]["sm_120"], "yes");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_is_blackwell_means_different_things_in_srt_and_multimodal_gen() {
+    let doc = new_site();
+    let gates = doc["gates"].as_array().unwrap();
+    // srt: `is_blackwell` is _check_cuda_device_version([10, 11, 12], (12, 8)).
+    let srt: Vec<&Value> = gates
+        .iter()
+        .filter(|g| {
+            g["file"].as_str().unwrap().starts_with("sglang/srt/") && g["text"] == "is_blackwell()"
+        })
+        .collect();
+    assert!(!srt.is_empty());
+    for gate in &srt {
+        assert_eq!(
+            gate["predicate"], "major in {10, 11, 12} and cuda >= 12.8",
+            "{gate}"
+        );
+        assert_eq!(gate["admits"]["sm_120"], "yes");
+    }
+    // multimodal_gen: `current_platform.is_blackwell()` is `get_device_capability()[0] == 10`.
+    let mm: Vec<&Value> = gates
+        .iter()
+        .filter(|g| {
+            g["file"]
+                .as_str()
+                .unwrap()
+                .starts_with("sglang/multimodal_gen/")
+                && g["text"] == "current_platform.is_blackwell()"
+        })
+        .collect();
+    assert!(!mm.is_empty());
+    for gate in &mm {
+        assert_eq!(gate["predicate"], "major == 10", "{gate}");
+        assert_eq!(gate["admits"]["sm_120"], "no");
+    }
 }

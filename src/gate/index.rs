@@ -14,6 +14,8 @@ pub struct ModuleFile {
     pub path: PathBuf,
     pub is_package: bool,
     cell: OnceLock<Option<SharedModule>>,
+    /// The whole-file parse, for modules the scan parsed only in part.
+    full: OnceLock<Option<SharedModule>>,
 }
 
 pub struct ModuleIndex {
@@ -46,6 +48,7 @@ impl ModuleIndex {
                         path: file.clone(),
                         is_package,
                         cell: OnceLock::new(),
+                        full: OnceLock::new(),
                     },
                 );
             }
@@ -78,18 +81,33 @@ impl ModuleIndex {
     pub fn get(&self, module: &str) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
         file.cell
-            .get_or_init(|| {
-                let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
-                let tree = parse(&bytes)?;
-                Some(Arc::new(lower_module(
-                    &bytes,
-                    &tree,
-                    module,
-                    file.is_package,
-                    &self.tokens,
-                )))
-            })
+            .get_or_init(|| self.parse_whole(module, file))
             .clone()
+    }
+
+    /// The module with every statement lowered: the scan's partial parse is not enough to
+    /// follow a class's bases, whose definitions may hold no arch token.
+    pub fn get_whole(&self, module: &str) -> Option<SharedModule> {
+        let ir = self.get(module)?;
+        if !ir.partial {
+            return Some(ir);
+        }
+        let file = self.modules.get(module)?;
+        file.full
+            .get_or_init(|| self.parse_whole(module, file))
+            .clone()
+    }
+
+    fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
+        let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
+        let tree = parse(&bytes)?;
+        Some(Arc::new(lower_module(
+            &bytes,
+            &tree,
+            module,
+            file.is_package,
+            &self.tokens,
+        )))
     }
 }
 

@@ -208,9 +208,13 @@ pub struct ModuleIr {
     pub function_index: HashMap<String, usize>,
     /// Classes whose bases include `NamedTuple`: calling them builds a tuple.
     pub named_tuples: Vec<String>,
+    /// Classes by qualname, with their base-class expressions (for method lookup).
+    pub classes: HashMap<String, Vec<Expr>>,
     pub locals: HashMap<usize, Vec<LocalAssign>>,
     pub sites: Vec<Site>,
     pub parse_errors: Vec<(u32, u32)>,
+    /// Only some statements were parsed (`chunks`): a lookup that misses may need the rest.
+    pub partial: bool,
 }
 
 impl ModuleIr {

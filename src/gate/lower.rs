@@ -402,12 +402,24 @@ impl<'a> Lowerer<'a> {
             .child_by_field_name("name")
             .map(|n| self.owned_text(n))
             .unwrap_or_default();
-        if let Some(bases) = node.child_by_field_name("superclasses")
+        let bases = node.child_by_field_name("superclasses");
+        if let Some(bases) = bases
             && self.text(bases).contains("NamedTuple")
             && self.classes.is_empty()
         {
             self.ir.named_tuples.push(name.clone());
         }
+        let base_exprs = bases
+            .map(|b| {
+                let mut cursor = b.walk();
+                b.named_children(&mut cursor)
+                    .filter(|c| c.kind() != "keyword_argument" && c.kind() != "comment")
+                    .map(|c| self.expr(c, 0))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let qualname = self.qualname(&name);
+        self.ir.classes.insert(qualname, base_exprs);
         self.classes.push(name);
         if let Some(body) = node.child_by_field_name("body") {
             self.block(body);

@@ -41,6 +41,10 @@ pub enum Val {
     External(String),
     Object(String),
     Method(String, String),
+    /// A class of the site, and an instance of one; methods are looked up through the bases.
+    Class(FuncRef),
+    Instance(FuncRef),
+    BoundMethod(FuncRef, Box<Val>),
     NamedTuple,
     Free(String),
     Unknown(String),
@@ -87,6 +91,9 @@ pub struct Resolver<'a> {
     pub index: &'a ModuleIndex,
     pub rules: &'a Rules,
     tokens: Tokens,
+    /// The form tokens alone: an attribute named like a gate (`x.is_sm100`) on an object
+    /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
+    form_tokens: Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
     locals: Mutex<HashMap<(usize, usize, usize), Val>>,
     calls: Mutex<HashMap<(FuncRef, String), Val>>,
@@ -123,6 +130,7 @@ impl<'a> Resolver<'a> {
             index,
             rules,
             tokens,
+            form_tokens: super::tokens::prefilter_tokens(&[]),
             globals: Mutex::new(HashMap::new()),
             locals: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
@@ -275,7 +283,7 @@ impl<'a> Resolver<'a> {
             return Val::Builtin(builtin);
         }
         if let Some(rule) = self.rules.any_module_value(name) {
-            return fact_value(rule.is, rule.call, rule.object.clone());
+            return rule_value(rule);
         }
         self.missing(name, &format!("`{name}` is not defined in module {module}"))
     }
@@ -309,8 +317,11 @@ impl<'a> Resolver<'a> {
                     });
                 }
                 let function = &scope.module.functions[function];
-                let param = function.params.iter().find(|p| p.name == name)?;
-                Some(param_value(param))
+                let position = function.params.iter().position(|p| p.name == name)?;
+                Some(
+                    receiver_value(scope.module, function, position)
+                        .unwrap_or_else(|| param_value(&function.params[position])),
+                )
             }
         }
     }
@@ -380,7 +391,7 @@ impl<'a> Resolver<'a> {
         }
         let qualified = format!("{module}.{name}");
         if let Some(rule) = self.rules.value(&qualified) {
-            return Some(fact_value(rule.is, rule.call, rule.object.clone()));
+            return Some(rule_value(rule));
         }
         if let Some(builtin) = known_external(&qualified) {
             return Some(Val::Builtin(builtin));
@@ -401,6 +412,12 @@ impl<'a> Resolver<'a> {
         }
         if ir.named_tuples.iter().any(|n| n == name) {
             return Some(Val::NamedTuple);
+        }
+        if ir.classes.contains_key(name) {
+            return Some(Val::Class(FuncRef {
+                module: module.to_string(),
+                qualname: name.to_string(),
+            }));
         }
         let scope = Scope {
             module: &ir,
@@ -459,10 +476,25 @@ impl<'a> Resolver<'a> {
             },
             Val::Cuda { .. } if attr == "split" => Val::Builtin(Builtin::CudaSplit),
             Val::Object(kind) => self.object_attr(&kind, attr, whole, depth),
+            Val::Instance(class) | Val::Class(class) => {
+                match self.find_method(&class, attr, depth + 1) {
+                    Some(method) => Val::BoundMethod(method, Box::new(Val::Instance(class))),
+                    None if self.rules.any_module_value(attr).is_some() => {
+                        rule_value(self.rules.any_module_value(attr).expect("checked"))
+                    }
+                    None => self.missing(
+                        attr,
+                        &format!(
+                            "`{}` has no method `{attr}` gatefix can find",
+                            class.qualname
+                        ),
+                    ),
+                }
+            }
             Val::Unknown(reason) => Val::Unknown(reason),
             // `obj.has_device_capability` on an object gatefix cannot follow: the attribute
             // itself says the value depends on the device.
-            _ if self.tokens.hit(attr.as_bytes()) => Val::Unknown(format!(
+            _ if self.form_tokens.hit(attr.as_bytes()) => Val::Unknown(format!(
                 "`{whole}`: gatefix cannot tell what `{obj}` is; a rule can declare it"
             )),
             _ => Val::Free(whole.to_string()),
@@ -478,7 +510,7 @@ impl<'a> Resolver<'a> {
             return Val::Method(kind.to_string(), attr.to_string());
         }
         if let Some(rule) = self.rules.any_module_value(attr) {
-            return fact_value(rule.is, rule.call, rule.object.clone());
+            return rule_value(rule);
         }
         if let Some(table) = self.rules.probe_tables.get(kind) {
             for dict in &table.tables {
@@ -503,6 +535,45 @@ impl<'a> Resolver<'a> {
             );
         }
         self.missing(attr, &format!("no rule says what `{kind}.{attr}` means"))
+    }
+
+    /// A method of a class of the site, looked up through its bases (depth first, as a
+    /// simple MRO).
+    fn find_method(&self, class: &FuncRef, name: &str, depth: u32) -> Option<FuncRef> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let ir = self.index.get_whole(&class.module)?;
+        let qualname = format!("{}.{name}", class.qualname);
+        if ir.function_index.contains_key(&qualname) {
+            return Some(FuncRef {
+                module: class.module.clone(),
+                qualname,
+            });
+        }
+        let bases = ir.classes.get(&class.qualname)?;
+        let scope = Scope {
+            module: &ir,
+            locals: Locals::None,
+        };
+        bases
+            .iter()
+            .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
+                Val::Class(base) => self.find_method(&base, name, depth + 1),
+                _ => None,
+            })
+    }
+
+    /// Whether a method's first parameter is the receiver (`self` / `cls`).
+    fn takes_receiver(&self, method: &FuncRef) -> bool {
+        self.index
+            .get_whole(&method.module)
+            .and_then(|ir| {
+                ir.function(&method.qualname)
+                    .and_then(|f| f.params.first())
+                    .map(|p| p.name == "self" || p.name == "cls")
+            })
+            .unwrap_or(false)
     }
 
     /// Looks `attr` up in a module-level dict literal of string keys and values.
@@ -540,6 +611,14 @@ impl<'a> Resolver<'a> {
             Val::Builtin(builtin) => call_builtin(builtin, args, expr),
             Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
             Val::NamedTuple => Val::Seq(args),
+            Val::Class(class) => Val::Instance(class),
+            Val::BoundMethod(method, receiver) => {
+                let mut args = args;
+                if self.takes_receiver(&method) {
+                    args.insert(0, *receiver);
+                }
+                self.call_function(&method, args, kwargs, expr, depth + 1)
+            }
             Val::Unknown(reason) => Val::Unknown(reason),
             _ => Val::Free(expr.to_string()),
         }
@@ -616,11 +695,16 @@ impl<'a> Resolver<'a> {
     ) -> Val {
         let bare = func.qualname.rsplit('.').next().unwrap_or(&func.qualname);
         if let Some(rule) = self.rules.any_module_value(bare) {
-            return fact_value(rule.is, rule.call, rule.object.clone()).called();
+            return rule_value(rule).called();
         }
-        let Some(ir) = self.index.get(&func.module) else {
+        let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
+        if ir.function(&func.qualname).is_none()
+            && let Some(whole) = self.index.get_whole(&func.module)
+        {
+            ir = whole;
+        }
         let Some(function) = ir.function(&func.qualname) else {
             return Val::Unknown(format!("`{}` vanished from {}", func.qualname, func.module));
         };
@@ -630,7 +714,7 @@ impl<'a> Resolver<'a> {
             return relabel(val, Form::HelperCall);
         }
         if let Some(rule) = self.rules.value(&qualified) {
-            return fact_value(rule.is, rule.call, rule.object.clone()).called();
+            return rule_value(rule).called();
         }
         if !function.archy {
             return Val::Free(expr.to_string());
@@ -665,6 +749,7 @@ impl<'a> Resolver<'a> {
                         self.eval(d, scope, depth + 1)
                     })
                 })
+                .or_else(|| receiver_value(&ir, function, i))
                 .unwrap_or_else(|| param_value(param));
             env.insert(param.name.clone(), value);
         }
@@ -845,6 +930,21 @@ fn target_binds(target: &Target, name: &str) -> Option<Option<usize>> {
     }
 }
 
+/// `self` / `cls` of a method: an instance of the enclosing class.
+fn receiver_value(module: &ModuleIr, function: &FunctionIr, position: usize) -> Option<Val> {
+    let param = function.params.get(position)?;
+    if position != 0 || !(param.name == "self" || param.name == "cls") {
+        return None;
+    }
+    let (class, _) = function.qualname.rsplit_once('.')?;
+    module.classes.contains_key(class).then(|| {
+        Val::Instance(FuncRef {
+            module: module.module.clone(),
+            qualname: class.to_string(),
+        })
+    })
+}
+
 /// What an unbound parameter is: a device capability when annotated so (vllm backends'
 /// `supports_compute_capability(cls, capability: DeviceCapability)`), else free.
 fn param_value(param: &Param) -> Val {
@@ -880,6 +980,14 @@ impl Val {
     }
 }
 
+fn rule_value(rule: &crate::rules::ValueRule) -> Val {
+    let object = match rule.is.or(rule.call) {
+        Some(Fact::Instance) => rule.class.clone(),
+        _ => rule.object.clone(),
+    };
+    fact_value(rule.is, rule.call, object)
+}
+
 fn fact_value(is: Option<Fact>, call: Option<Fact>, object: Option<String>) -> Val {
     match (is, call) {
         (Some(fact), _) => fact_to_val(fact, object),
@@ -900,6 +1008,14 @@ fn fact_to_val(fact: Fact, object: Option<String>) -> Val {
         Fact::False => Val::Bool(false),
         Fact::None => Val::NoneV,
         Fact::Platform => Val::Object(object.unwrap_or_default()),
+        // `object` carries the rule's `class` for instances (see `rule_value`).
+        Fact::Instance => match object.as_deref().and_then(|c| c.rsplit_once('.')) {
+            Some((module, class)) => Val::Instance(FuncRef {
+                module: module.to_string(),
+                qualname: class.to_string(),
+            }),
+            None => Val::Unknown("an instance rule without a class".into()),
+        },
     }
 }
 
