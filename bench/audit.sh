@@ -166,7 +166,7 @@ ensure_tools() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# 3. ast-grep rules: the gate forms of docs/gates.md as structural patterns.
+# 3. ast-grep rules: gatefix's gate forms (src/gate/predicate.rs Form) as structural patterns.
 # ---------------------------------------------------------------------------------------------
 
 # An honest rival should look for about what gatefix looks for: conditions, flags, decorators
@@ -187,25 +187,23 @@ id: arch-expr
 language: python
 rule:
   any:
-    # Helper calls: is_sm90_supported(), is_sm100(), _is_sm120a_supported(), is_blackwell(),
-    # is_hopper_with_cuda_12_3(), get_device_sm(), is_arch_support_pdl() ...
+    # Calls: helpers (is_sm90_supported(), _is_sm120a_supported(), is_blackwell(),
+    # is_hopper_with_cuda_12_3(), get_device_sm(), get_sm_version(), is_arch_support_pdl()) and
+    # capability queries (torch.cuda.get_device_capability(), $X.has_device_capability(90),
+    # $X.is_device_capability(100), get_compute_capability(dev), supported_compute_capability([90])
+    # as a decorator, torch.cuda.get_device_properties(0)). ast-grep metavariables cannot stand
+    # for part of a name (`is_sm$$$()`), so the callee's text is matched by a regex. Comparisons
+    # such as `get_device_capability()[0] >= 9` or `get_device_capability() in [(9, 0)]`
+    # contain such a call, so the rules that use this util find them too.
     - kind: call
       has:
         field: function
-        regex: '(^|\.)_?(is_sm\w*|is_blackwell\w*|is_hopper\w*|is_ampere\w*|get_device_sm|is_arch_support\w*)$'
-    # Capability queries; a comparison such as `get_device_capability()[0] >= 9` or
-    # `get_device_capability() in [(9, 0)]` contains one of these.
-    - pattern: get_device_capability($$$)
-    - pattern: $X.get_device_capability($$$)
-    - pattern: $X.has_device_capability($$$)
-    - pattern: $X.is_device_capability($$$)
-    - pattern: $X.is_device_capability_family($$$)
-    - pattern: get_device_properties($$$)
-    - pattern: $X.get_device_properties($$$)
+        regex: '(^|\.)_?(is_sm\w*|is_blackwell\w*|is_hopper\w*|is_ampere\w*|get_device_sm|get_sm_version|is_arch_support\w*|\w*capabilit\w*|get_device_properties)$'
     # Cached flags and platform attributes: IS_SM90, _is_sm100_supported, sm_version,
-    # get_platform().is_sm100, props.compute_capability (attribute names are identifiers).
+    # get_platform().is_sm100, get_platform().is_blackwell, props.compute_capability (attribute
+    # names are identifiers too).
     - kind: identifier
-      regex: '^(?i:_?is_sm\d\w*|sm_version|device_sm|compute_capability)$'
+      regex: '^(?i:_?is_sm\d\w*|is_blackwell|is_hopper|_?sm_version|_?device_sm|compute_capability)$'
 EOF
     cat >"$dir/rules/gate-condition.yml" <<'EOF'
 # helper-call, platform-method, capability-compare, sm-compare, capability-membership, flag-use

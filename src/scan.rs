@@ -57,6 +57,8 @@ pub struct Stats {
 #[derive(Debug)]
 pub struct ScanResult {
     pub gates: Vec<Gate>,
+    /// The lowered modules the scan parsed, by file (relative, `/`), for later passes.
+    pub modules: Vec<(String, SharedModule)>,
     pub warnings: Vec<Warning>,
     pub stats: Stats,
 }
@@ -125,6 +127,8 @@ pub struct ScanOptions {
     pub prefilter: bool,
     /// Parse only the statements of big files that can matter.
     pub chunking: bool,
+    /// Also parse files that name JIT flag constants or cubin tables (`gatefix kernels`).
+    pub kernel_sources: bool,
 }
 
 impl Default for ScanOptions {
@@ -132,9 +136,13 @@ impl Default for ScanOptions {
         ScanOptions {
             prefilter: true,
             chunking: true,
+            kernel_sources: false,
         }
     }
 }
+
+/// What `gatefix kernels` needs besides gates: fixed-arch flag constants and cubin tables.
+const KERNEL_SOURCE_TOKENS: &[&str] = &["_nvcc_flags", "CUBIN_ARCHS"];
 
 /// Scans a site for gates.
 pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
@@ -145,7 +153,10 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
 pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult {
     let mut warnings = Vec::new();
     let files = python_files(&site.root, &mut warnings);
-    let rule_names = rules.token_names();
+    let mut rule_names = rules.token_names();
+    if options.kernel_sources {
+        rule_names.extend(KERNEL_SOURCE_TOKENS.iter().map(|t| t.to_string()));
+    }
     let prefilter = prefilter_tokens(&rule_names);
     let resolve = resolve_tokens(&rules.resolve_names());
     let index = ModuleIndex::new(&site.root, &files, resolve.clone());
@@ -223,10 +234,16 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
         prefilter_hits: lowered.len(),
         lazily_parsed: 0,
     };
-    warnings.extend(lowered.into_iter().flat_map(|(_, _, w)| w));
+    let mut modules = Vec::with_capacity(lowered.len());
+    for (file, module, file_warnings) in lowered {
+        warnings.extend(file_warnings);
+        modules.push((file, module));
+    }
+    modules.sort_by(|a, b| a.0.cmp(&b.0));
     warnings.sort();
     ScanResult {
         gates,
+        modules,
         warnings,
         stats,
     }

@@ -276,7 +276,10 @@ fn json_carries_the_documented_fields() {
         .iter()
         .map(|d| d["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["flashinfer-python", "sglang", "vllm"]);
+    assert_eq!(
+        names,
+        ["flashinfer-python", "sglang", "sglang-kernel", "vllm"]
+    );
     let g = gate(&doc, "vllm/backends/mla.py", 14);
     assert_eq!(g["dist"], "vllm");
     assert_eq!(g["dist_version"], "0.33.0");

@@ -35,6 +35,7 @@ fn every_fixture_gate_survives_the_prefilter_and_chunking() {
             ScanOptions {
                 prefilter: false,
                 chunking: false,
+                kernel_sources: false,
             },
             &root,
         );

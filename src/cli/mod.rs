@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand, shared argument groups flattened into each.
 
 pub mod audit;
+pub mod kernels;
 
 use std::path::PathBuf;
 
@@ -26,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// List every architecture gate in a site-packages tree and what it admits per target.
     Audit(audit::AuditArgs),
+    /// List the GPU code a site, folder or file really carries, and what each target can load.
+    Kernels(kernels::KernelsArgs),
 }
 
 /// How a site is named; shared by every command that reads one.
@@ -59,5 +62,6 @@ pub enum Format {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Audit(args) => audit::run(args),
+        Command::Kernels(args) => kernels::run(args),
     }
 }

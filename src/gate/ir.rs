@@ -149,6 +149,9 @@ pub struct FunctionIr {
     pub body: Option<Vec<Stmt>>,
     /// Whether the body mentions any architecture token at all.
     pub archy: bool,
+    /// Fixed-arch nvcc flag constants the body names (`sm100a_nvcc_flags`): JIT code built
+    /// for that arch whatever the device is.
+    pub fixed_arch_flags: Vec<String>,
 }
 
 /// Where an imported local name points.

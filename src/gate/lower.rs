@@ -455,6 +455,7 @@ impl<'a> Lowerer<'a> {
             decorators: lowered_decorators,
             body,
             archy,
+            fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.
@@ -925,6 +926,29 @@ impl<'a> Lowerer<'a> {
         }
         Expr::Str(content)
     }
+}
+
+/// Names like `sm100a_nvcc_flags` in a function's source, in order of first appearance.
+fn fixed_arch_flags(source: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for end in memchr::memmem::find_iter(source, b"_nvcc_flags") {
+        let start = source[..end]
+            .iter()
+            .rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+            .map_or(0, |i| i + 1);
+        let stem = &source[start..end];
+        let is_arch = stem.len() > 2
+            && stem.starts_with(b"sm")
+            && stem[2..]
+                .iter()
+                .all(|c| c.is_ascii_digit() || *c == b'a' || *c == b'f')
+            && stem[2].is_ascii_digit();
+        let name = String::from_utf8_lossy(&source[start..end + "_nvcc_flags".len()]).into_owned();
+        if is_arch && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 fn is_literal(node: Node) -> bool {

@@ -21,7 +21,10 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
         .enumerate()
         .filter_map(|(site_index, site)| {
             let (predicate, form) = resolve_site(resolver, module, site)?;
-            predicate.is_arch_dependent().then_some(ResolvedSite {
+            // A JIT call without an arch list compiles for every target: not a gate on its
+            // own, but the kernel index needs to know the generator exists.
+            let keep = predicate.is_arch_dependent() || form == Form::JitArchList;
+            keep.then_some(ResolvedSite {
                 site_index,
                 form,
                 predicate,

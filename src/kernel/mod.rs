@@ -13,10 +13,12 @@ mod error;
 mod fatbin;
 mod host;
 mod inventory;
+pub mod jit;
 pub mod load;
 mod model;
 mod parse;
 mod ptx;
+pub mod query;
 
 pub use error::{FileError, ParseError};
 pub use fatbin::{MAGIC as FATBIN_MAGIC, MAX_CONTAINERS, MAX_ENTRIES};

@@ -2,6 +2,7 @@
 
 pub mod human;
 pub mod json;
+pub mod kernels;
 
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, evaluate};

@@ -4,3 +4,7 @@ class CompilationContext:
 
 
 current_compilation_context = CompilationContext()
+
+common_nvcc_flags = ["-DFLASHINFER_ENABLE_FP8"]
+sm100a_nvcc_flags = ["-gencode=arch=compute_100a,code=sm_100a"] + common_nvcc_flags
+sm120a_nvcc_flags = ["-gencode=arch=compute_120a,code=sm_120a"] + common_nvcc_flags

@@ -1,0 +1,83 @@
+//! `gatefix kernels`: which GPU code is really installed, from the bytes and from the JIT
+//! build code, and whether each target can load it.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use clap::Args;
+
+use super::{Format, SiteArgs};
+use crate::arch::Arch;
+use crate::error::{Error, Result, exit};
+use crate::kernel::inventory_file;
+use crate::kernel::query::KernelIndex;
+use crate::report::kernels::{KernelsReport, render_human, render_json};
+use crate::rules::Rules;
+use crate::scan::{ScanOptions, scan_with};
+use crate::site::{Site, discover};
+
+#[derive(Args, Debug)]
+pub struct KernelsArgs {
+    #[command(flatten)]
+    pub site: SiteArgs,
+    /// GPU architecture to check loadability at (repeatable).
+    #[arg(long = "target", short = 't', value_name = "ARCH", default_values_t = vec![Arch::new(12, 0)])]
+    pub targets: Vec<Arch>,
+    /// Read rules from this folder's *.toml instead of the embedded ones.
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<std::path::PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+pub fn run(args: KernelsArgs) -> Result<i32> {
+    let index = match args.site.path.as_deref() {
+        Some(path) if path.is_file() => single_file(path)?,
+        path => {
+            let root = discover(path)?;
+            let site = Site::open(&root)?;
+            let rules = Rules::load(args.rules.as_deref())?;
+            let options = ScanOptions {
+                kernel_sources: true,
+                ..ScanOptions::default()
+            };
+            let result = scan_with(&site, &rules, options);
+            let index = KernelIndex::build(&site, &result);
+            return print(
+                &KernelsReport::new(Some(&site), &root, &index, &args.targets),
+                args.format,
+            );
+        }
+    };
+    let root = args.site.path.clone().unwrap_or_default();
+    print(
+        &KernelsReport::new(None, &root, &index, &args.targets),
+        args.format,
+    )
+}
+
+fn single_file(path: &Path) -> Result<KernelIndex> {
+    let inventory = inventory_file(path).ok_or_else(|| {
+        Error::input(format!(
+            "{}: not a CUDA binary (ELF with device code, cubin, fatbin or PTX)",
+            path.display()
+        ))
+    })?;
+    Ok(KernelIndex {
+        libraries: vec![inventory],
+        jit: Default::default(),
+    })
+}
+
+fn print(report: &KernelsReport, format: Format) -> Result<i32> {
+    let text = match format {
+        Format::Json => render_json(report),
+        Format::Human => render_human(report, std::io::stdout().is_terminal()),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    for file in report.errors() {
+        eprintln!("gatefix: warning: {file}");
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,245 @@
+//! One query for "is there a kernel this target can load?", used by `apply` (refuse a patch
+//! without one) and by audit verdicts: `coverage(requirement, target)`. Every answer carries
+//! the evidence a person needs to believe it: file, line or container offset, arch list.
+
+use serde::Serialize;
+
+use super::jit::{JitIndex, sass_loads};
+use super::load::{Coverage, coverage as file_coverage};
+use super::model::FileInventory;
+use crate::arch::Arch;
+use crate::scan::ScanResult;
+use crate::site::Site;
+
+/// What a gated path needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Requirement {
+    /// A JIT generator, `<module>:<function>` (`flashinfer.jit.comm:gen_trtllm_comm_module`).
+    Jit(String),
+    /// Native libraries matching a glob (relative to the site root), optionally only those
+    /// owned by one distribution.
+    Library { dist: Option<String>, glob: String },
+    /// A cubin arch table, `<module>:<NAME>` (`flashinfer.jit.trtllm_gen_metainfo:BLACKWELL_CUBIN_ARCHS`).
+    CubinTable(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "answer", rename_all = "kebab-case")]
+pub enum Answer {
+    Covered { how: String, evidence: Vec<String> },
+    NotCovered { evidence: Vec<String> },
+    Unknown { why: String },
+}
+
+/// The kernels of a site: binary inventory plus JIT sources.
+pub struct KernelIndex {
+    pub libraries: Vec<FileInventory>,
+    pub jit: JitIndex,
+}
+
+impl KernelIndex {
+    /// Inventories the site's binaries (paths made relative to the root) and its JIT sources.
+    pub fn build(site: &Site, scan: &ScanResult) -> KernelIndex {
+        let mut libraries = super::inventory_path(&site.root);
+        for library in &mut libraries {
+            if let Ok(relative) = library.path.strip_prefix(&site.root) {
+                library.path = relative.to_path_buf();
+            }
+        }
+        KernelIndex {
+            libraries,
+            jit: JitIndex::build(site, scan),
+        }
+    }
+
+    pub fn coverage(&self, requirement: &Requirement, target: Arch, site: &Site) -> Answer {
+        match requirement {
+            Requirement::Jit(id) => self.jit_coverage(id, target),
+            Requirement::Library { dist, glob } => {
+                self.library_coverage(dist.as_deref(), glob, target, site)
+            }
+            Requirement::CubinTable(id) => self.cubin_coverage(id, target),
+        }
+    }
+
+    fn jit_coverage(&self, id: &str, target: Arch) -> Answer {
+        let lists = self.jit.generators(id);
+        if lists.is_empty() {
+            if let Some(build) = self.jit.fixed_arch.iter().find(|f| f.id == id) {
+                let loads = build.archs.iter().any(|a| sass_loads(*a, target));
+                let evidence = vec![format!(
+                    "{}:{} builds with {} only",
+                    build.file,
+                    build.line,
+                    build.flags.join(", ")
+                )];
+                return if loads {
+                    Answer::Covered {
+                        how: "fixed-arch JIT build".into(),
+                        evidence,
+                    }
+                } else {
+                    Answer::NotCovered { evidence }
+                };
+            }
+            return Answer::Unknown {
+                why: format!("no JIT generator `{id}` in the site"),
+            };
+        }
+        let mut evidence = Vec::new();
+        let mut covered = true;
+        for list in lists {
+            match (&list.majors, &list.unknown_because) {
+                (_, Some(why)) => {
+                    return Answer::Unknown {
+                        why: format!("{}:{}: {why}", list.file, list.line),
+                    };
+                }
+                (None, None) => evidence.push(format!(
+                    "{}:{} compiles for every target arch",
+                    list.file, list.line
+                )),
+                (Some(majors), None) => {
+                    covered &= majors.contains(&(target.major as i64));
+                    evidence.push(format!(
+                        "{}:{} supported_major_versions={majors:?}",
+                        list.file, list.line
+                    ));
+                }
+            }
+        }
+        if covered {
+            Answer::Covered {
+                how: "jit".into(),
+                evidence,
+            }
+        } else {
+            Answer::NotCovered { evidence }
+        }
+    }
+
+    fn library_coverage(
+        &self,
+        dist: Option<&str>,
+        glob: &str,
+        target: Arch,
+        site: &Site,
+    ) -> Answer {
+        let matching: Vec<&FileInventory> = self
+            .libraries
+            .iter()
+            .filter(|f| glob_match(glob, &f.path.to_string_lossy()))
+            .filter(|f| {
+                dist.is_none_or(|d| {
+                    site.owner(&f.path.to_string_lossy())
+                        .is_some_and(|o| o.name == d)
+                })
+            })
+            .collect();
+        if matching.is_empty() {
+            return Answer::Unknown {
+                why: format!(
+                    "no native library matches `{glob}`{}",
+                    dist.map(|d| format!(" in {d}")).unwrap_or_default()
+                ),
+            };
+        }
+        // Every matching library must carry code for the target: which one a process loads
+        // is decided at run time, so the weakest one decides.
+        let mut evidence = Vec::new();
+        let mut how = Coverage::Sass;
+        for file in matching {
+            let cov = file_coverage(file, target);
+            let c = cov.counts;
+            evidence.push(format!(
+                "{}: {} containers sass, {} ptx-jit, {} none at {target}",
+                file.path.display(),
+                c.sass,
+                c.ptx_jit,
+                c.none
+            ));
+            how = how.max(if c.sass > 0 {
+                Coverage::Sass
+            } else if c.ptx_jit > 0 {
+                Coverage::PtxJit
+            } else {
+                Coverage::None
+            });
+        }
+        match how {
+            Coverage::Sass => Answer::Covered {
+                how: "sass".into(),
+                evidence,
+            },
+            Coverage::PtxJit => Answer::Covered {
+                how: "ptx-jit (needs a driver that knows the PTX ISA)".into(),
+                evidence,
+            },
+            Coverage::None => Answer::NotCovered { evidence },
+        }
+    }
+
+    fn cubin_coverage(&self, id: &str, target: Arch) -> Answer {
+        let Some(table) = self.jit.cubin_tables.iter().find(|t| t.id == id) else {
+            return Answer::Unknown {
+                why: format!("no cubin table `{id}` in the site"),
+            };
+        };
+        let archs: Vec<String> = table.archs.iter().map(|a| a.to_string()).collect();
+        let evidence = vec![format!("{}: {} = {archs:?}", table.file, id)];
+        if table.archs.iter().any(|a| sass_loads(*a, target)) {
+            Answer::Covered {
+                how: "cubin".into(),
+                evidence,
+            }
+        } else {
+            Answer::NotCovered { evidence }
+        }
+    }
+}
+
+/// `*` matches within a path segment, `**` across segments, `?` one character.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(b'*') if p.get(1) == Some(&b'*') => {
+                let rest = p[2..].strip_prefix(b"/").unwrap_or(&p[2..]);
+                (0..=s.len()).any(|i| go(rest, &s[i..]))
+            }
+            Some(b'*') => (0..=s.len())
+                .take_while(|&i| i == 0 || s[i - 1] != b'/')
+                .any(|i| go(&p[1..], &s[i..])),
+            Some(b'?') => !s.is_empty() && s[0] != b'/' && go(&p[1..], &s[1..]),
+            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
+        }
+    }
+    go(pattern.as_bytes(), path.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(
+            "sgl_kernel/*.so",
+            "sgl_kernel/flash_ops.abi3.so"
+        ));
+        assert!(!glob_match(
+            "sgl_kernel/*.so",
+            "sgl_kernel/sm100/common_ops.abi3.so"
+        ));
+        assert!(glob_match(
+            "sgl_kernel/**/*.so",
+            "sgl_kernel/sm100/common_ops.abi3.so"
+        ));
+        assert!(glob_match("sgl_kernel/**/*.so", "sgl_kernel/x.so"));
+        assert!(glob_match(
+            "vllm/_C?stable*.so",
+            "vllm/_C_stable_libtorch.abi3.so"
+        ));
+    }
+}

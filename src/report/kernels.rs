@@ -1,0 +1,278 @@
+//! Printers for `gatefix kernels`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use crate::arch::Arch;
+use crate::kernel::query::KernelIndex;
+use crate::kernel::{EntryKind, FileInventory, coverage};
+use crate::site::Site;
+
+pub struct KernelsReport<'a> {
+    site: Option<&'a Site>,
+    root: &'a Path,
+    index: &'a KernelIndex,
+    targets: &'a [Arch],
+    files: Vec<FileInventory>,
+}
+
+impl<'a> KernelsReport<'a> {
+    pub fn new(
+        site: Option<&'a Site>,
+        root: &'a Path,
+        index: &'a KernelIndex,
+        targets: &'a [Arch],
+    ) -> Self {
+        let mut files = index.libraries.clone();
+        for file in &mut files {
+            file.annotate(targets);
+        }
+        KernelsReport {
+            site,
+            root,
+            index,
+            targets,
+            files,
+        }
+    }
+
+    pub fn errors(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter_map(|f| {
+                f.error
+                    .as_ref()
+                    .map(|e| format!("{}: {e}", f.path.display()))
+            })
+            .collect()
+    }
+
+    fn dist(&self, file: &FileInventory) -> Option<(String, String)> {
+        let owner = self.site?.owner(&file.path.to_string_lossy())?;
+        Some((owner.name.clone(), owner.version.clone()))
+    }
+}
+
+/// SASS and PTX archs present in a file, deduplicated and sorted (loadable code only: code in
+/// relocatable containers is link input and listed apart).
+fn archs(file: &FileInventory, kind: EntryKind) -> (Vec<String>, Vec<String>) {
+    let mut loadable = BTreeSet::new();
+    let mut relocatable = BTreeSet::new();
+    for container in &file.containers {
+        for entry in container.leaves().filter(|e| e.kind == kind) {
+            let set = if container.relocatable {
+                &mut relocatable
+            } else {
+                &mut loadable
+            };
+            set.insert(entry.target());
+        }
+    }
+    let names = |set: BTreeSet<Arch>| set.into_iter().map(|a| a.to_string()).collect();
+    (names(loadable), names(relocatable))
+}
+
+pub fn render_json(report: &KernelsReport) -> String {
+    let files: Vec<Value> = report
+        .files
+        .iter()
+        .map(|file| {
+            let (sass, sass_reloc) = archs(file, EntryKind::Sass);
+            let (ptx, ptx_reloc) = archs(file, EntryKind::Ptx);
+            let mut per_target = Map::new();
+            for &target in report.targets {
+                let counts = coverage(file, target).counts;
+                per_target.insert(
+                    target.to_string(),
+                    serde_json::to_value(counts).expect("plain data"),
+                );
+            }
+            let dist = report.dist(file);
+            json!({
+                "path": file.path,
+                "dist": dist.as_ref().map(|d| &d.0),
+                "dist_version": dist.as_ref().map(|d| &d.1),
+                "kind": file.kind,
+                "size": file.size,
+                "sass": sass,
+                "ptx": ptx,
+                "relocatable_sass": sass_reloc,
+                "relocatable_ptx": ptx_reloc,
+                "coverage": per_target,
+                "containers": file.containers,
+                "error": file.error,
+            })
+        })
+        .collect();
+    let generators: Vec<Value> = report
+        .index
+        .jit
+        .generators
+        .iter()
+        .map(|g| {
+            let mut admits = Map::new();
+            for target in report.targets {
+                let answer = match (&g.majors, &g.unknown_because) {
+                    (_, Some(_)) => "unknown",
+                    (None, None) => "yes",
+                    (Some(m), None) if m.contains(&(target.major as i64)) => "yes",
+                    _ => "no",
+                };
+                admits.insert(target.to_string(), Value::from(answer));
+            }
+            let mut value = serde_json::to_value(g).expect("plain data");
+            value["admits"] = Value::Object(admits);
+            value
+        })
+        .collect();
+    let document = json!({
+        "gatefix": env!("CARGO_PKG_VERSION"),
+        "site": report.root.display().to_string(),
+        "targets": report.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        "files": files,
+        "generators": generators,
+        "fixed_arch": report.index.jit.fixed_arch,
+        "cubin_tables": report.index.jit.cubin_tables,
+    });
+    let mut text = serde_json::to_string_pretty(&document).expect("plain data");
+    text.push('\n');
+    text
+}
+
+pub fn render_human(report: &KernelsReport, color: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    };
+    let mut out = String::new();
+    let mut by_dist: Vec<(String, &FileInventory)> = report
+        .files
+        .iter()
+        .map(|f| {
+            let label = report
+                .dist(f)
+                .map(|(n, v)| format!("{n} {v}"))
+                .unwrap_or_else(|| "(files outside any distribution)".into());
+            (label, f)
+        })
+        .collect();
+    by_dist.sort_by(|a, b| (&a.0, &a.1.path).cmp(&(&b.0, &b.1.path)));
+    let mut current = None;
+    for (dist, file) in by_dist {
+        if current.as_ref() != Some(&dist) {
+            let _ = writeln!(out, "\n{}", paint("1", &dist));
+            current = Some(dist);
+        }
+        let (sass, _) = archs(file, EntryKind::Sass);
+        let (ptx, _) = archs(file, EntryKind::Ptx);
+        let _ = writeln!(out, "  {}", paint("36", &file.path.display().to_string()));
+        let _ = writeln!(out, "      SASS: {}", list_or_none(&sass));
+        let _ = writeln!(out, "      PTX:  {}", list_or_none(&ptx));
+        for &target in report.targets {
+            let c = coverage(file, target).counts;
+            let verdict = if c.sass > 0 && c.none == 0 {
+                paint("32", "covered")
+            } else if c.sass + c.ptx_jit > 0 {
+                paint("33", "partly covered")
+            } else {
+                paint("31", "not covered")
+            };
+            let _ = writeln!(
+                out,
+                "      {target}: {verdict} (containers: {} sass, {} ptx-jit, {} none{})",
+                c.sass,
+                c.ptx_jit,
+                c.none,
+                if c.relocatable > 0 {
+                    format!(", {} relocatable", c.relocatable)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        if let Some(error) = &file.error {
+            let _ = writeln!(out, "      error: {error}");
+        }
+    }
+    let jit = &report.index.jit;
+    if !jit.generators.is_empty() {
+        let _ = writeln!(out, "\n{}", paint("1", "JIT generators"));
+        for g in &jit.generators {
+            let list = match (&g.majors, &g.unknown_because) {
+                (_, Some(why)) => format!("unknown ({why})"),
+                (None, None) => "every target arch".into(),
+                (Some(m), None) => format!("majors {m:?}"),
+            };
+            let targets: Vec<String> = report
+                .targets
+                .iter()
+                .map(|t| {
+                    let yes = match &g.majors {
+                        None => g.unknown_because.is_none(),
+                        Some(m) => m.contains(&(t.major as i64)),
+                    };
+                    format!(
+                        "{t} {}",
+                        if yes {
+                            paint("32", "yes")
+                        } else {
+                            paint("31", "no")
+                        }
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {}  {list}  ({}:{})  {}",
+                g.id,
+                g.file,
+                g.line,
+                targets.join(", ")
+            );
+        }
+    }
+    if !jit.fixed_arch.is_empty() {
+        let _ = writeln!(out, "\n{}", paint("1", "Fixed-arch JIT builds"));
+        for f in &jit.fixed_arch {
+            let archs: Vec<String> = f.archs.iter().map(|a| a.to_string()).collect();
+            let _ = writeln!(
+                out,
+                "  {}  {}  ({}:{})",
+                f.id,
+                archs.join(" "),
+                f.file,
+                f.line
+            );
+        }
+    }
+    if !jit.cubin_tables.is_empty() {
+        let _ = writeln!(out, "\n{}", paint("1", "Cubin arch tables"));
+        for t in &jit.cubin_tables {
+            let archs: Vec<String> = t.archs.iter().map(|a| a.to_string()).collect();
+            let _ = writeln!(out, "  {}  {}  ({})", t.id, archs.join(" "), t.file);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{} files with device code, {} JIT arch lists, {} fixed-arch builds, {} cubin tables",
+        report.files.len(),
+        jit.generators.len(),
+        jit.fixed_arch.len(),
+        jit.cubin_tables.len()
+    );
+    out
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "-".into()
+    } else {
+        items.join(" ")
+    }
+}

@@ -1,0 +1,207 @@
+//! `gatefix kernels` and the coverage query on the fixture site: native libraries (copies of
+//! the fatbin samples), JIT arch lists, fixed-arch builds and a cubin table.
+
+use assert_cmd::Command;
+use gatefix::arch::Arch;
+use gatefix::kernel::query::{Answer, KernelIndex, Requirement};
+use gatefix::rules::Rules;
+use gatefix::scan::{ScanOptions, scan_with};
+use gatefix::site::Site;
+use serde_json::Value;
+
+const SITE: &str = "testdata/sites/mixed";
+
+fn kernels_json(args: &[&str]) -> Value {
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .arg("kernels")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn file<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("{path} not listed"))
+}
+
+#[test]
+fn libraries_are_listed_per_distribution_with_coverage_per_target() {
+    let doc = kernels_json(&[SITE, "-t", "sm_120", "-t", "sm_90"]);
+    let common = file(&doc, "sgl_kernel/common_ops.abi3.so");
+    assert_eq!(common["dist"], "sglang-kernel");
+    assert_eq!(common["dist_version"], "0.4.10");
+    assert_eq!(
+        common["sass"],
+        serde_json::json!(["sm_80", "sm_90a", "sm_100a", "sm_120a", "sm_120f"])
+    );
+    assert_eq!(common["ptx"], serde_json::json!(["sm_90"]));
+    assert_eq!(common["coverage"]["sm_120"]["sass"], 2);
+    assert_eq!(common["coverage"]["sm_120"]["none"], 0);
+    let flash = file(&doc, "sgl_kernel/flash_ops.sm_90a.cubin");
+    assert_eq!(flash["coverage"]["sm_120"]["none"], 1);
+    assert_eq!(flash["coverage"]["sm_90"]["sass"], 1);
+    // Per-entry loadability is in the JSON, for comparison with cuobjdump.
+    let entry = &flash["containers"][0]["entries"][0];
+    assert_eq!(
+        (
+            entry["kind"].as_str(),
+            entry["arch"].as_u64(),
+            entry["variant"].as_str()
+        ),
+        (Some("sass"), Some(90), Some("a"))
+    );
+    assert_eq!(entry["load"]["sm_120"], "no");
+    assert_eq!(entry["load"]["sm_90"], "sass");
+}
+
+#[test]
+fn jit_sources_are_listed_with_their_arch_lists() {
+    let doc = kernels_json(&[SITE, "-t", "sm_120"]);
+    let generators = doc["generators"].as_array().unwrap();
+    let find = |id: &str| {
+        generators
+            .iter()
+            .find(|g| g["id"] == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    let comm = find("flashinfer.jit.comm:gen_trtllm_comm_module");
+    assert_eq!(comm["majors"], serde_json::json!([9, 10]));
+    assert_eq!(comm["admits"]["sm_120"], "no");
+    assert_eq!(
+        (comm["file"].as_str(), comm["line"].as_u64()),
+        (Some("flashinfer/jit/comm.py"), Some(7))
+    );
+    assert_eq!(
+        find("flashinfer.jit.comm:gen_named_module")["majors"],
+        serde_json::json!([9, 10, 12])
+    );
+    let any = find("flashinfer.jit.comm:gen_any_module");
+    assert_eq!(any["majors"], Value::Null);
+    assert_eq!(any["admits"]["sm_120"], "yes");
+    let fixed = doc["fixed_arch"].as_array().unwrap();
+    assert!(
+        fixed
+            .iter()
+            .any(|f| f["id"] == "flashinfer.jit.gemm:gen_gemm_sm120_module"
+                && f["archs"] == serde_json::json!(["sm_120a"]))
+    );
+    let tables = doc["cubin_tables"].as_array().unwrap();
+    assert_eq!(
+        tables[0]["id"],
+        "flashinfer.jit.metainfo:BLACKWELL_CUBIN_ARCHS"
+    );
+    assert_eq!(
+        tables[0]["archs"],
+        serde_json::json!(["sm_100a", "sm_100f", "sm_103a"])
+    );
+}
+
+#[test]
+fn a_single_file_and_a_file_that_is_not_device_code() {
+    let doc = kernels_json(&[
+        "testdata/fatbin-samples/fatbin/variants.fatbin",
+        "-t",
+        "sm_120",
+    ]);
+    assert_eq!(doc["files"].as_array().unwrap().len(), 1);
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .args(["kernels", "README.md"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("README.md: not a CUDA binary"));
+}
+
+fn index() -> (Site, KernelIndex) {
+    let site = Site::open(std::path::Path::new(SITE)).unwrap();
+    let rules = Rules::load(None).unwrap();
+    let options = ScanOptions {
+        kernel_sources: true,
+        ..ScanOptions::default()
+    };
+    let result = scan_with(&site, &rules, options);
+    let index = KernelIndex::build(&site, &result);
+    (site, index)
+}
+
+#[test]
+fn coverage_answers_carry_their_evidence() {
+    let (site, index) = index();
+    let sm120 = Arch::new(12, 0);
+    let sm100 = Arch::new(10, 0);
+    let jit = Requirement::Jit("flashinfer.jit.comm:gen_trtllm_comm_module".into());
+    match index.coverage(&jit, sm120, &site) {
+        Answer::NotCovered { evidence } => {
+            assert_eq!(
+                evidence,
+                ["flashinfer/jit/comm.py:7 supported_major_versions=[9, 10]"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        index.coverage(&jit, sm100, &site),
+        Answer::Covered { .. }
+    ));
+
+    let fixed = Requirement::Jit("flashinfer.jit.gemm:gen_gemm_sm120_module".into());
+    assert!(matches!(
+        index.coverage(&fixed, sm120, &site),
+        Answer::Covered { .. }
+    ));
+    assert!(
+        matches!(
+            index.coverage(&fixed, Arch::new(12, 1), &site),
+            Answer::NotCovered { .. }
+        ),
+        "sm_120a does not load on 12.1"
+    );
+
+    let table = Requirement::CubinTable("flashinfer.jit.metainfo:BLACKWELL_CUBIN_ARCHS".into());
+    assert!(matches!(
+        index.coverage(&table, sm120, &site),
+        Answer::NotCovered { .. }
+    ));
+    assert!(matches!(
+        index.coverage(&table, Arch::new(10, 3), &site),
+        Answer::Covered { .. }
+    ));
+
+    let common = Requirement::Library {
+        dist: Some("sglang-kernel".into()),
+        glob: "sgl_kernel/common_ops*.so".into(),
+    };
+    match index.coverage(&common, sm120, &site) {
+        Answer::Covered { how, evidence } => {
+            assert_eq!(how, "sass");
+            assert!(evidence[0].starts_with("sgl_kernel/common_ops.abi3.so: 2 containers sass"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let flash = Requirement::Library {
+        dist: None,
+        glob: "sgl_kernel/flash_ops*".into(),
+    };
+    assert!(matches!(
+        index.coverage(&flash, sm120, &site),
+        Answer::NotCovered { .. }
+    ));
+    let missing = Requirement::Jit("flashinfer.jit.comm:no_such".into());
+    assert!(matches!(
+        index.coverage(&missing, sm120, &site),
+        Answer::Unknown { .. }
+    ));
+}
