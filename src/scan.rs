@@ -11,7 +11,7 @@ use walkdir::WalkDir;
 use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges};
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::SharedModule;
-use crate::gate::lower::{lower_module, parse, parse_ranges};
+use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
@@ -169,13 +169,19 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
                 return None;
             }
             let (module, is_package) = module_name(file)?;
-            let (tree, partial) = if options.chunking {
+            let (tree, ranges) = if options.chunking {
                 parse_relevant(&bytes, &prefilter)?
             } else {
-                (parse(&bytes)?, false)
+                (parse(&bytes)?, None)
             };
-            let mut ir = lower_module(&bytes, &tree, &module, is_package, &resolve);
-            ir.partial = partial;
+            let ir = lower_parsed(
+                &bytes,
+                &tree,
+                &module,
+                is_package,
+                &resolve,
+                ranges.as_deref(),
+            );
             let file_warnings = file_warnings(file, &bytes, &ir.parse_errors);
             let shared = index.preload(&module, ir)?;
             Some((relative(Path::new(""), file), shared, file_warnings))
@@ -251,14 +257,17 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
 
 /// Big files are parsed statement by statement (the relevant ones); if that parse reports an
 /// error, the whole file is parsed again so chunking never invents a syntax error.
-fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<(Tree, bool)> {
+/// Byte ranges of the statements a partial parse covers.
+type Ranges = Vec<(usize, usize)>;
+
+fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<(Tree, Option<Ranges>)> {
     if bytes.len() < CHUNK_MIN_FILE_BYTES {
-        return Some((parse(bytes)?, false));
+        return Some((parse(bytes)?, None));
     }
     let ranges = relevant_ranges(bytes, tokens);
     match parse_ranges(bytes, &ranges) {
-        Some(tree) if !tree.root_node().has_error() => Some((tree, true)),
-        _ => Some((parse(bytes)?, false)),
+        Some(tree) if !tree.root_node().has_error() => Some((tree, Some(ranges))),
+        _ => Some((parse(bytes)?, None)),
     }
 }
 

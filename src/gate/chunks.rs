@@ -3,16 +3,17 @@
 //! every position file-absolute). Parsing is the scan's main cost, and big generated modules
 //! mention an arch token in a few places only.
 
+use std::collections::HashSet;
+
 use aho_corasick::AhoCorasick;
 
 use super::tokens::Tokens;
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
-pub const CHUNK_MIN_FILE_BYTES: usize = 8 * 1024;
-/// `def` and `class` blocks larger than this are split into their statements. Helpers are
-/// inferred only up to `lower::MAX_HELPER_BODY_BYTES`, well below it, so a split body is not
-/// mistaken for a whole one (unless its decorators alone span the difference).
-pub const SPLIT_BLOCK_BYTES: usize = 8 * 1024;
+pub const CHUNK_MIN_FILE_BYTES: usize = 2 * 1024;
+/// `def` and `class` blocks larger than this are split into their statements. A split
+/// function is marked incomplete when lowered, and inference then reads the whole module.
+pub const SPLIT_BLOCK_BYTES: usize = 4 * 1024;
 /// Statements without a token but smaller than this are kept: imports, constants and flags
 /// that resolution reads (`_is_cuda = is_cuda()`).
 const SMALL_STATEMENT_BYTES: usize = 1_024;
@@ -192,15 +193,98 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         }
     }
     let holds = subtree_holds(&pieces, &archy);
+    let keep = keep_bindings(src, &pieces, &holds);
     pieces
+        .iter()
+        .zip(keep)
+        .filter_map(|(piece, keep)| keep.then_some(piece.range))
+        .collect()
+}
+
+/// Besides the arch-dependent pieces, keeps the small imports and assignments they need: a
+/// binding statement beside a kept piece is kept when it binds a name a kept piece reads (to a
+/// fixpoint, as `_is_sm90 = _is_cuda and ...` needs `_is_cuda = is_cuda()` and its import).
+fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
+    let mut keep = holds.to_vec();
+    let mut used: HashSet<&[u8]> = HashSet::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        if keep[i] && !piece.is_header {
+            used.extend(identifiers(&src[piece.range.0..piece.range.1]));
+        }
+    }
+    let candidates: Vec<(usize, Vec<&[u8]>)> = pieces
         .iter()
         .enumerate()
         .filter(|(i, piece)| {
             let (s, e) = piece.range;
-            let beside_kept = piece.parent.is_none_or(|p| holds[p]);
-            holds[*i] || (beside_kept && small_enough(&src[s..e]))
+            !keep[*i] && piece.parent.is_none_or(|p| holds[p]) && small_enough(&src[s..e])
         })
-        .map(|(_, piece)| piece.range)
+        .map(|(i, piece)| (i, bound_names(&src[piece.range.0..piece.range.1])))
+        .collect();
+    loop {
+        let mut changed = false;
+        for (i, names) in &candidates {
+            if !keep[*i] && names.iter().any(|n| n == b"*" || used.contains(n)) {
+                keep[*i] = true;
+                changed = true;
+                let (s, e) = pieces[*i].range;
+                used.extend(identifiers(&src[s..e]));
+            }
+        }
+        if !changed {
+            return keep;
+        }
+    }
+}
+
+/// Identifier-like words of a piece of source (strings and comments included: an over-match
+/// only keeps one more small statement).
+fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    text.split(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .filter(|w| {
+            w.first()
+                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        })
+}
+
+/// The names a small statement binds: import targets (`*` for a star import), assignment
+/// targets, and the same inside a guarding `try:` / `if` block.
+fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
+    let mut names = Vec::new();
+    for line in statement.split(|c| *c == b'\n') {
+        let code = line.trim_ascii();
+        if let Some(rest) = code.strip_prefix(b"import ") {
+            for part in rest.split(|c| *c == b',') {
+                let part = part.trim_ascii();
+                let alias = part
+                    .split(|c| *c == b' ')
+                    .rfind(|w| !w.is_empty())
+                    .unwrap_or(part);
+                names.push(alias.split(|c| *c == b'.').next().unwrap_or(alias));
+            }
+        } else if code.starts_with(b"from ") {
+            match memchr::memmem::find(code, b" import ") {
+                Some(at) => names.extend(import_list(&code[at + 8..])),
+                None => names.push(&b"*"[..]),
+            }
+        } else if is_assignment(code) {
+            let eq = code.iter().position(|c| *c == b'=').unwrap_or(0);
+            names.extend(identifiers(&code[..eq]).filter(|w| !w.is_empty()));
+        } else if !(code.is_empty() || code.starts_with(b"#")) {
+            // Continuation lines of a parenthesised import list.
+            names.extend(import_list(code));
+        }
+    }
+    names
+}
+
+/// `a, b as c, (d` → a, c, d (the local names).
+fn import_list(list: &[u8]) -> Vec<&[u8]> {
+    list.split(|c| *c == b',')
+        .filter_map(|part| {
+            let words: Vec<&[u8]> = identifiers(part).collect();
+            words.last().copied()
+        })
         .collect()
 }
 
@@ -270,15 +354,18 @@ fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
     holds
 }
 
-/// Small top-level statements (imports, constants, flags) are kept; inside a split block,
+/// Small top-level imports, assignments and guarded blocks are kept; inside a split block,
 /// only short assignments and imports are, as locals a gate may read.
 fn small_enough(statement: &[u8]) -> bool {
-    if statement.first() != Some(&b' ') {
-        return statement.len() <= SMALL_STATEMENT_BYTES;
-    }
     let code = statement.trim_ascii_start();
     let is_import = code.starts_with(b"import ") || code.starts_with(b"from ");
-    statement.len() <= SMALL_LOCAL_BYTES && (is_import || is_assignment(statement))
+    let binds = is_import || is_assignment(statement);
+    if statement.first() != Some(&b' ') {
+        // Top level: also `try:` / `if` blocks, which guard imports and flags.
+        let guards = code.starts_with(b"try:") || code.starts_with(b"if ");
+        return statement.len() <= SMALL_STATEMENT_BYTES && (binds || guards);
+    }
+    statement.len() <= SMALL_LOCAL_BYTES && binds
 }
 
 fn is_assignment(statement: &[u8]) -> bool {

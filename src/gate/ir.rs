@@ -152,6 +152,11 @@ pub struct FunctionIr {
     /// Fixed-arch nvcc flag constants the body names (`sm100a_nvcc_flags`): JIT code built
     /// for that arch whatever the device is.
     pub fixed_arch_flags: Vec<String>,
+    /// False when the scan parsed only some of its statements: inference must then read the
+    /// whole module.
+    pub complete: bool,
+    /// Source size of the whole definition.
+    pub bytes: usize,
 }
 
 /// Where an imported local name points.

@@ -8,9 +8,8 @@ use tree_sitter::{Node, Tree};
 use super::ir::*;
 use super::tokens::Tokens;
 
-/// Functions larger than this keep no body: helpers are small, big bodies cost memory, and
-/// the scan may have parsed only parts of them (`chunks::SPLIT_BLOCK_BYTES`).
-const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES * 3 / 4;
+/// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
+pub const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES;
 /// Assignments without arch tokens larger than this are not lowered.
 const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
@@ -18,6 +17,8 @@ const MAX_EXPR_DEPTH: usize = 48;
 
 pub struct Lowerer<'a> {
     src: &'a [u8],
+    /// The parsed ranges when only some statements were parsed.
+    ranges: Option<&'a [(usize, usize)]>,
     tokens: &'a Tokens,
     ir: ModuleIr,
     /// Stack of enclosing function indices.
@@ -36,12 +37,27 @@ pub fn lower_module(
     is_package: bool,
     tokens: &Tokens,
 ) -> ModuleIr {
+    lower_parsed(src, tree, module, is_package, tokens, None)
+}
+
+/// Lowers a tree parsed from only some statements (`chunks::relevant_ranges`): functions
+/// that were split are marked incomplete, so inference asks for the whole module instead.
+pub fn lower_parsed(
+    src: &[u8],
+    tree: &Tree,
+    module: &str,
+    is_package: bool,
+    tokens: &Tokens,
+    ranges: Option<&[(usize, usize)]>,
+) -> ModuleIr {
     let mut lowerer = Lowerer {
+        ranges,
         src,
         tokens,
         ir: ModuleIr {
             module: module.to_string(),
             is_package,
+            partial: ranges.is_some(),
             ..ModuleIr::default()
         },
         functions: Vec::new(),
@@ -456,6 +472,12 @@ impl<'a> Lowerer<'a> {
             body,
             archy,
             fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
+            bytes: node.byte_range().len(),
+            complete: self.ranges.is_none_or(|ranges| {
+                ranges
+                    .iter()
+                    .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
+            }),
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.
@@ -1065,6 +1087,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
     let tokens = Tokens::new(Vec::<String>::new());
     let lowerer = Lowerer {
         src: text.as_bytes(),
+        ranges: None,
         tokens: &tokens,
         ir: ModuleIr::default(),
         functions: Vec::new(),

@@ -448,6 +448,11 @@ impl<'a> Resolver<'a> {
                     return Some(Val::Module(qualified));
                 }
                 self.global(module, member, depth).or_else(|| {
+                    // A platform fact a rule names (`is_cuda`) needs no definition: the scan may
+                    // not even have parsed a helper without an arch token.
+                    if let Some(rule) = self.rules.any_module_value(member) {
+                        return Some(rule_value(rule));
+                    }
                     let why = if self.index.is_module(module) {
                         format!("`{member}` is imported from {module}, which does not define it statically")
                     } else {
@@ -463,7 +468,12 @@ impl<'a> Resolver<'a> {
         let base = self.eval_callee(obj, scope, depth);
         match base {
             Val::Module(module) => self.global(&module, attr, depth + 1).unwrap_or_else(|| {
-                self.missing(attr, &format!("`{attr}` is not defined in module {module}"))
+                match self.rules.any_module_value(attr) {
+                    Some(rule) => rule_value(rule),
+                    None => {
+                        self.missing(attr, &format!("`{attr}` is not defined in module {module}"))
+                    }
+                }
             }),
             Val::External(name) => self.global(&name, attr, depth + 1).unwrap_or_else(|| {
                 self.missing(attr, &format!("`{name}.{attr}` is not in the site"))
@@ -539,11 +549,17 @@ impl<'a> Resolver<'a> {
 
     /// A method of a class of the site, looked up through its bases (depth first, as a
     /// simple MRO).
+    /// The scan's partial parse of a module keeps every arch-dependent method and the headers
+    /// of the classes holding them; the whole module is read only when the class itself is
+    /// missing (a base class with no arch token of its own).
     fn find_method(&self, class: &FuncRef, name: &str, depth: u32) -> Option<FuncRef> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let ir = self.index.get_whole(&class.module)?;
+        let mut ir = self.index.get(&class.module)?;
+        if !ir.classes.contains_key(&class.qualname) && ir.partial {
+            ir = self.index.get_whole(&class.module)?;
+        }
         let qualname = format!("{}.{name}", class.qualname);
         if ir.function_index.contains_key(&qualname) {
             return Some(FuncRef {
@@ -566,13 +582,17 @@ impl<'a> Resolver<'a> {
 
     /// Whether a method's first parameter is the receiver (`self` / `cls`).
     fn takes_receiver(&self, method: &FuncRef) -> bool {
-        self.index
-            .get_whole(&method.module)
-            .and_then(|ir| {
-                ir.function(&method.qualname)
-                    .and_then(|f| f.params.first())
-                    .map(|p| p.name == "self" || p.name == "cls")
+        let first_param = |ir: SharedModule| {
+            ir.function(&method.qualname).map(|f| {
+                f.params
+                    .first()
+                    .is_some_and(|p| p.name == "self" || p.name == "cls")
             })
+        };
+        self.index
+            .get(&method.module)
+            .and_then(first_param)
+            .or_else(|| self.index.get_whole(&method.module).and_then(first_param))
             .unwrap_or(false)
     }
 
@@ -700,9 +720,11 @@ impl<'a> Resolver<'a> {
         let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
-        if ir.function(&func.qualname).is_none()
-            && let Some(whole) = self.index.get_whole(&func.module)
-        {
+        // A split function is read whole only when it is small enough to be a helper.
+        let incomplete = ir
+            .function(&func.qualname)
+            .is_none_or(|f| !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES);
+        if incomplete && let Some(whole) = self.index.get_whole(&func.module) {
             ir = whole;
         }
         let Some(function) = ir.function(&func.qualname) else {
