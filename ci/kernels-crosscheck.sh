@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/kernels-crosscheck.sh — `gatefix kernels` checked against NVIDIA's cuobjdump on real wheels.
 #
-# Run on demand, NOT in CI: it downloads ~0.8 GB of wheels the first time (more with torch) and
+# Run on demand, NOT in CI: it downloads ~0.8 GB of wheels the first time (more with EXTRA) and
 # cuobjdump from PyPI. For every native library of the pinned wheels it compares, per file, the
 # multiset of SASS archs and of PTX archs (count per arch) that gatefix reports with what
 # `cuobjdump --list-elf --list-ptx` (and `cuobjdump -all ...`) lists, and exits non-zero on any
