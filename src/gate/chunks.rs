@@ -10,7 +10,7 @@ use aho_corasick::AhoCorasick;
 use super::tokens::Tokens;
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
-pub const CHUNK_MIN_FILE_BYTES: usize = 2 * 1024;
+pub const CHUNK_MIN_FILE_BYTES: usize = 512;
 /// `def` and `class` blocks larger than this are split into their statements. A split
 /// function is marked incomplete when lowered, and inference then reads the whole module.
 pub const SPLIT_BLOCK_BYTES: usize = 4 * 1024;
@@ -180,12 +180,13 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
             }
             break;
         }
-        derived.extend(new_names);
-        derived.sort();
-        derived.dedup();
-        let Ok(names) = AhoCorasick::new(&derived) else {
+        new_names.sort();
+        new_names.dedup();
+        // Only the new names need looking for: pieces that name older ones are marked already.
+        let Ok(names) = matcher(&new_names) else {
             break;
         };
+        derived.extend(new_names);
         for (i, piece) in pieces.iter().enumerate() {
             if !archy[i] && !piece.is_header && names.is_match(&src[piece.range.0..piece.range.1]) {
                 archy[i] = true;
@@ -311,7 +312,7 @@ fn mark_local_uses(
     }
     let mut changed = false;
     for (parent, names) in by_parent {
-        let Ok(matcher) = AhoCorasick::new(&names) else {
+        let Ok(matcher) = matcher(&names) else {
             continue;
         };
         for (i, piece) in pieces.iter().enumerate() {
@@ -339,6 +340,13 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
         .map(|t| t.split(':').next().unwrap_or("").trim().to_string())
         .filter(|t| t.len() >= 2 && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
         .collect()
+}
+
+/// A literal matcher that can use aho-corasick's SIMD prefilter.
+fn matcher(names: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .build(names)
 }
 
 /// Whether each piece, or any piece below it, is arch-dependent.
