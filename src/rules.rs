@@ -223,14 +223,11 @@ impl Rules {
         Ok(())
     }
 
-    /// Names that make a file worth parsing: declared helpers and values.
+    /// Names that make a file worth parsing: declared helpers, which may be named anything.
+    /// Values (`get_platform`, `current_platform`) are not: a gate reads a fact through them
+    /// (`.is_sm100`, `.has_device_capability(...)`) whose own name carries a form token.
     pub fn token_names(&self) -> Vec<String> {
-        self.helpers
-            .keys()
-            .chain(self.values.keys())
-            .filter(|name| !name.starts_with("torch."))
-            .cloned()
-            .collect()
+        self.helpers.keys().cloned().collect()
     }
 
     /// Names that make an expression worth resolving: every name any rule mentions.

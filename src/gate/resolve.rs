@@ -527,7 +527,20 @@ impl<'a> Resolver<'a> {
                 let Some(function) = self.probe_entry(dict, attr) else {
                     continue;
                 };
-                let Some(callee) = self.global(&table.functions, &function, depth + 1) else {
+                // The probe's target may hold no arch token (`is_flashinfer_available`), so a
+                // partial parse of its module can miss it: look in the whole module then.
+                let callee = self
+                    .global(&table.functions, &function, depth + 1)
+                    .or_else(|| {
+                        let whole = self.index.get_whole(&table.functions)?;
+                        whole.function_index.contains_key(&function).then(|| {
+                            Val::Func(FuncRef {
+                                module: table.functions.clone(),
+                                qualname: function.clone(),
+                            })
+                        })
+                    });
+                let Some(callee) = callee else {
                     return Val::Unknown(format!(
                         "probe `{attr}` names `{function}`, not found in {}",
                         table.functions

@@ -14,7 +14,6 @@ pub const FORM_TOKENS: &[&str] = &[
     "is_blackwell",   // is_blackwell(), is_blackwell_supported()
     "is_hopper",      // is_hopper(), is_hopper_with_cuda_12_3()
     "is_ampere",      // is_ampere_with_cuda_12_3()
-    "get_platform",   // sglang's platform object
     "major_versions", // supported_major_versions=[...]
     "get_nvcc_flags_list",
     "get_device_properties",
@@ -23,7 +22,7 @@ pub const FORM_TOKENS: &[&str] = &[
 
 /// Extra tokens that matter while resolving (CUDA version atoms) but that alone do not make a
 /// file worth parsing.
-pub const RESOLVE_TOKENS: &[&str] = &["version.cuda", "cuda_version"];
+pub const RESOLVE_TOKENS: &[&str] = &["version.cuda", "cuda_version", "get_platform"];
 
 /// A compiled token set.
 #[derive(Clone, Debug)]
