@@ -307,8 +307,8 @@ write_rules "$RULES"
 # Each command once outside the timer: it proves the command works (a rule file ast-grep
 # rejects would otherwise only show up as a hyperfine failure) and shows what each finds.
 RG_CMD=(rg -c -i -e capabilit -e is_sm -e sm_version -e device_sm -e is_blackwell -e is_hopper
-    -e is_ampere -e get_platform -e major_versions -e get_nvcc_flags_list
-    -e get_device_properties -e arch_support --type py "$SITE")
+    -e is_ampere -e major_versions -e get_nvcc_flags_list -e get_device_properties
+    -e arch_support --type py "$SITE")
 GATEFIX_CMD=("$GATEFIX" audit "$SITE" --format json)
 ASTGREP_CMD=("$ASTGREP" scan --config "$RULES/sgconfig.yml" --json=stream "$SITE")
 
