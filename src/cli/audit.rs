@@ -10,7 +10,7 @@ use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
 use crate::report::{AuditReport, human, json};
 use crate::rules::Rules;
-use crate::scan::scan;
+use crate::scan::{ScanOptions, scan_with};
 use crate::site::{Site, discover};
 
 #[derive(Args, Debug)]
@@ -22,6 +22,10 @@ pub struct AuditArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Parse every Python file whole, without the prefilter and chunking (slow; for checking
+    /// that the fast path misses nothing on a given site).
+    #[arg(long)]
+    pub exhaustive: bool,
 }
 
 pub fn run(args: AuditArgs) -> Result<i32> {
@@ -30,7 +34,16 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     let site = Site::open(&root)?;
     let rules = Rules::load(args.targets.rules.as_deref())?;
     let cuda = cuda_version(&args.targets, &site)?;
-    let result = scan(&site, &rules);
+    let options = if args.exhaustive {
+        ScanOptions {
+            prefilter: false,
+            chunking: false,
+            kernel_sources: false,
+        }
+    } else {
+        ScanOptions::default()
+    };
+    let result = scan_with(&site, &rules, options);
     for warning in &result.warnings {
         let location = match (warning.line, warning.column) {
             (Some(l), Some(c)) => format!("{}:{l}:{c}", warning.file),

@@ -167,7 +167,9 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         let holds = subtree_holds(&pieces, &archy);
         let mut new_names = Vec::new();
         for (i, piece) in pieces.iter().enumerate() {
-            if piece.depth == 0 && holds[i] && !harvested[i] {
+            // A split `def` is too large to be inferred as a helper, so a call to it is not a
+            // gate by itself (the lowerer agrees: `lower::Lowerer::function`).
+            if piece.depth == 0 && holds[i] && !harvested[i] && !piece.is_header {
                 harvested[i] = true;
                 let (s, e) = piece.range;
                 new_names.extend(defined_name(&src[s..e]).filter(|n| !derived.contains(n)));

@@ -288,8 +288,10 @@ impl<'a> Resolver<'a> {
         self.missing(name, &format!("`{name}` is not defined in module {module}"))
     }
 
+    /// A name gatefix cannot find is unknown when it looks like a gate (`is_sm100`), free
+    /// otherwise; names that merely contain a rule's name (`get_cuda_version`) are not gates.
     fn missing(&self, name: &str, reason: &str) -> Val {
-        if self.tokens.hit(name.as_bytes()) {
+        if self.form_tokens.hit(name.as_bytes()) {
             Val::Unknown(reason.to_string())
         } else {
             Val::Free(name.to_string())
