@@ -551,3 +551,10 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn exhaustive_mode_finds_the_same_gates_on_the_fixtures() {
+    let fast = audit(Path::new(SITE), &[]);
+    let exhaustive = audit(Path::new(SITE), &["--exhaustive"]);
+    assert_eq!(fast["gates"], exhaustive["gates"]);
+}
