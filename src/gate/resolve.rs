@@ -735,12 +735,17 @@ impl<'a> Resolver<'a> {
         let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
-        // A split function is read whole only when it is small enough to be a helper.
-        let incomplete = ir
-            .function(&func.qualname)
-            .is_none_or(|f| !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES);
-        if incomplete && let Some(whole) = self.index.get_whole(&func.module) {
-            ir = whole;
+        match ir.function(&func.qualname) {
+            // The scan keeps every function with an arch token: one its partial parse left out
+            // has none, so calling it is a free condition (no need to read the whole module).
+            None if ir.partial => return Val::Free(expr.to_string()),
+            // A split function is read whole only when it is small enough to be a helper.
+            Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
+                if let Some(whole) = self.index.get_whole(&func.module) {
+                    ir = whole;
+                }
+            }
+            _ => {}
         }
         let Some(function) = ir.function(&func.qualname) else {
             return Val::Unknown(format!("`{}` vanished from {}", func.qualname, func.module));
