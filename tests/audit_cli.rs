@@ -1,6 +1,9 @@
 //! `gatefix audit` end to end on the fixture site `testdata/sites/mixed`, whose files model the
 //! gate forms of docs/gates.md (written for these tests; no upstream source).
 
+mod common;
+
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -9,22 +12,16 @@ use serde_json::Value;
 const SITE: &str = "testdata/sites/mixed";
 
 fn audit(site: &Path, extra: &[&str]) -> Value {
-    let output = Command::cargo_bin("gatefix")
-        .unwrap()
-        .arg("audit")
-        .arg(site)
-        .args([
-            "--target", "sm_120", "--target", "sm121", "--format", "json",
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+    let mut args = vec![OsString::from("audit"), site.into()];
+    for arg in [
+        "--target", "sm_120", "--target", "sm121", "--format", "json",
+    ]
+    .iter()
+    .chain(extra)
+    {
+        args.push(arg.into());
+    }
+    common::gatefix_json(args)
 }
 
 fn gates(doc: &Value) -> &Vec<Value> {

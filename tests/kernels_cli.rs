@@ -1,6 +1,8 @@
 //! `gatefix kernels` and the coverage query on the fixture site: native libraries (copies of
 //! the fatbin samples), JIT arch lists, fixed-arch builds and a cubin table.
 
+mod common;
+
 use assert_cmd::Command;
 use gatefix::arch::Arch;
 use gatefix::kernel::query::{Answer, KernelIndex, Requirement};
@@ -12,19 +14,7 @@ use serde_json::Value;
 const SITE: &str = "testdata/sites/mixed";
 
 fn kernels_json(args: &[&str]) -> Value {
-    let output = Command::cargo_bin("gatefix")
-        .unwrap()
-        .arg("kernels")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::gatefix_json(["kernels"].iter().chain(args).chain(&["--format", "json"]))
 }
 
 fn file<'a>(doc: &'a Value, path: &str) -> &'a Value {

@@ -5,6 +5,8 @@
 //! Gates are found by file, enclosing function and text, not by line, so a re-release that
 //! only shifts lines does not break the checks.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -44,20 +46,13 @@ fn site(prefixes: &[&str]) -> tempfile::TempDir {
 }
 
 fn audit(site: &Path) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_gatefix"))
-        .arg("audit")
-        .arg(site)
-        .args([
-            "--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
+    for arg in [
+        "--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json",
+    ] {
+        args.push(arg.into());
+    }
+    common::gatefix_json(args)
 }
 
 fn old_site() -> &'static Value {
