@@ -51,7 +51,6 @@ pub struct Warning {
 pub struct Stats {
     pub python_files: usize,
     pub prefilter_hits: usize,
-    pub lazily_parsed: usize,
 }
 
 #[derive(Debug)]
@@ -238,7 +237,6 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
     let stats = Stats {
         python_files: files.len(),
         prefilter_hits: lowered.len(),
-        lazily_parsed: 0,
     };
     let mut modules = Vec::with_capacity(lowered.len());
     for (file, module, file_warnings) in lowered {

@@ -1,7 +1,7 @@
 //! Lowering a tree-sitter-python tree into the module IR: imports, module-level assignments,
 //! functions, local assignments, and the candidate decision sites that may be gates.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
@@ -1010,14 +1010,6 @@ fn parse_int(text: &str) -> Option<i64> {
     } else {
         lower.parse().ok()
     }
-}
-
-/// Collects the functions in a module by qualname (for tests and debugging).
-pub fn function_names(ir: &ModuleIr) -> HashMap<String, u32> {
-    ir.functions
-        .iter()
-        .map(|f| (f.qualname.clone(), f.line))
-        .collect()
 }
 
 thread_local! {

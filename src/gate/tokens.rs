@@ -71,14 +71,6 @@ impl Tokens {
     pub fn hit(&self, bytes: &[u8]) -> bool {
         self.count > 0 && self.automaton.is_match(bytes)
     }
-
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
 }
 
 fn capitalized(text: &str) -> String {
