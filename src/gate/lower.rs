@@ -138,14 +138,7 @@ impl<'a> Lowerer<'a> {
             "import_from_statement" => self.import_from(node),
             "future_import_statement" => {}
             "expression_statement" => self.expression_statement(node),
-            "if_statement" => self.if_statement(node),
-            "while_statement" => {
-                if let Some(cond) = node.child_by_field_name("condition") {
-                    self.site(SiteKind::Test, cond);
-                    self.scan_expression(cond);
-                }
-                self.visit_bodies(node);
-            }
+            "if_statement" | "while_statement" => self.conditional(node),
             "assert_statement" => {
                 if let Some(cond) = node.named_child(0) {
                     self.site(SiteKind::Assert, cond);
@@ -172,7 +165,7 @@ impl<'a> Lowerer<'a> {
                 | "finally_clause"
                 | "except_group_clause"
                 | "case_clause" => self.visit_bodies(child),
-                "elif_clause" => self.elif(child),
+                "elif_clause" => self.conditional(child),
                 kind if kind.ends_with("_statement") || kind == "decorated_definition" => {
                     self.statement(child)
                 }
@@ -181,15 +174,8 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn if_statement(&mut self, node: Node) {
-        if let Some(cond) = node.child_by_field_name("condition") {
-            self.site(SiteKind::Test, cond);
-            self.scan_expression(cond);
-        }
-        self.visit_bodies(node);
-    }
-
-    fn elif(&mut self, node: Node) {
+    /// `if`, `elif` and `while`: the condition is a candidate site; then the bodies.
+    fn conditional(&mut self, node: Node) {
         if let Some(cond) = node.child_by_field_name("condition") {
             self.site(SiteKind::Test, cond);
             self.scan_expression(cond);
@@ -596,21 +582,29 @@ impl<'a> Lowerer<'a> {
     }
 
     fn if_stmt(&self, node: Node) -> Stmt {
-        let test = node
-            .child_by_field_name("condition")
-            .map(|c| self.expr(c, 0))
-            .unwrap_or(Expr::Other(String::new()));
-        let body = node
-            .child_by_field_name("consequence")
-            .map(|b| self.stmts(b))
-            .unwrap_or_default();
         // Fold `elif` chains into nested ifs in the else branch.
         let mut cursor = node.walk();
         let alternatives: Vec<Node> = node
             .children_by_field_name("alternative", &mut cursor)
             .collect();
-        let orelse = self.else_chain(&alternatives);
-        Stmt::If { test, body, orelse }
+        self.if_clause(node, &alternatives)
+    }
+
+    /// An `if` or `elif` clause with what follows it as the else branch.
+    fn if_clause(&self, clause: Node, rest: &[Node]) -> Stmt {
+        let test = clause
+            .child_by_field_name("condition")
+            .map(|c| self.expr(c, 0))
+            .unwrap_or(Expr::Other(String::new()));
+        let body = clause
+            .child_by_field_name("consequence")
+            .map(|b| self.stmts(b))
+            .unwrap_or_default();
+        Stmt::If {
+            test,
+            body,
+            orelse: self.else_chain(rest),
+        }
     }
 
     fn else_chain(&self, alternatives: &[Node]) -> Vec<Stmt> {
@@ -618,21 +612,7 @@ impl<'a> Lowerer<'a> {
             return Vec::new();
         };
         match first.kind() {
-            "elif_clause" => {
-                let test = first
-                    .child_by_field_name("condition")
-                    .map(|c| self.expr(c, 0))
-                    .unwrap_or(Expr::Other(String::new()));
-                let body = first
-                    .child_by_field_name("consequence")
-                    .map(|b| self.stmts(b))
-                    .unwrap_or_default();
-                vec![Stmt::If {
-                    test,
-                    body,
-                    orelse: self.else_chain(rest),
-                }]
-            }
+            "elif_clause" => vec![self.if_clause(*first, rest)],
             "else_clause" => first
                 .child_by_field_name("body")
                 .map(|b| self.stmts(b))
