@@ -450,12 +450,9 @@ impl fmt::Display for Atom {
             }
             Atom::Cuda {
                 op,
-                version,
                 string: Some(text),
-            } => {
-                let _ = version;
-                write!(f, "cuda {} {text:?}", op.symbol())
-            }
+                ..
+            } => write!(f, "cuda {} {text:?}", op.symbol()),
             Atom::Cuda {
                 op,
                 version: (major, minor),

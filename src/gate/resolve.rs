@@ -140,7 +140,7 @@ impl<'a> Resolver<'a> {
     /// The predicate of an expression used as a condition.
     pub fn condition(&self, expr: &Expr, scope: Scope, depth: u32) -> Pred {
         let val = self.eval(expr, scope, depth);
-        to_pred(val, expr)
+        to_pred(val)
     }
 
     pub fn eval(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
@@ -908,12 +908,7 @@ impl<'a> Resolver<'a> {
         if parts.len() == 1 {
             return parts.pop().expect("one comparison");
         }
-        Val::Pred(Pred::and(
-            parts
-                .into_iter()
-                .map(|v| to_pred(v, &Expr::Other(String::new())))
-                .collect(),
-        ))
+        Val::Pred(Pred::and(parts.into_iter().map(to_pred).collect()))
     }
 }
 
@@ -1158,8 +1153,8 @@ fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
 fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
     let boolish = |v: &Val| matches!(v, Val::Pred(_) | Val::Bool(_));
     if boolish(&body) && boolish(&orelse) {
-        let body = to_pred(body, expr);
-        let orelse = to_pred(orelse, expr);
+        let body = to_pred(body);
+        let orelse = to_pred(orelse);
         return Val::Pred(Pred::or(vec![
             Pred::and(vec![test.clone(), body]),
             Pred::and(vec![test.negate(), orelse]),
@@ -1338,7 +1333,7 @@ fn compare_cuda(left: &Val, op: CmpOp, right: &Val) -> Option<Val> {
 }
 
 /// Truthiness of a value used as a condition.
-pub fn to_pred(val: Val, expr: &Expr) -> Pred {
+pub fn to_pred(val: Val) -> Pred {
     match val {
         Val::Pred(pred) => pred,
         Val::Bool(b) => Pred::Const(b),
@@ -1349,10 +1344,7 @@ pub fn to_pred(val: Val, expr: &Expr) -> Pred {
         Val::Free(text) | Val::External(text) => Pred::free(text),
         Val::Unknown(reason) => Pred::unknown(reason, Form::HelperCall),
         // A device number, the CUDA version string, a function or module: truthy on NVIDIA.
-        _ => {
-            let _ = expr;
-            Pred::Const(true)
-        }
+        _ => Pred::Const(true),
     }
 }
 
@@ -1366,10 +1358,9 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
     if let [(path, val)] = live.as_slice() {
         return match (path, val) {
             (Pred::Const(true), v) => v.clone(),
-            (p, v @ (Val::Pred(_) | Val::Bool(_) | Val::NoneV)) => Val::Pred(Pred::and(vec![
-                p.clone(),
-                to_pred(v.clone(), &Expr::NoneLit),
-            ])),
+            (p, v @ (Val::Pred(_) | Val::Bool(_) | Val::NoneV)) => {
+                Val::Pred(Pred::and(vec![p.clone(), to_pred(v.clone())]))
+            }
             (_, v) => v.clone(),
         };
     }
@@ -1382,7 +1373,7 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
     if boolean {
         return Val::Pred(Pred::or(
             live.into_iter()
-                .map(|(path, val)| Pred::and(vec![path, to_pred(val, &Expr::NoneLit)]))
+                .map(|(path, val)| Pred::and(vec![path, to_pred(val)]))
                 .collect(),
         ));
     }

@@ -149,7 +149,7 @@ fn decorator(resolver: &Resolver, call: &Expr, scope: Scope) -> Pred {
     };
     match resolver.eval(list, scope, 0) {
         Val::Seq(items) => int_set(&items, DevVar::Sm, Form::CapabilityDecorator, list),
-        other => match to_pred(other, list) {
+        other => match to_pred(other) {
             Pred::Atom(Atom::Unknown(reason), _) => {
                 Pred::unknown(reason, Form::CapabilityDecorator)
             }
