@@ -54,6 +54,23 @@ fn libraries_are_listed_per_distribution_with_coverage_per_target() {
     );
     assert_eq!(entry["load"]["sm_120"], "no");
     assert_eq!(entry["load"]["sm_90"], "sass");
+    // Summed per distribution: one library with code for sm_120, one without.
+    let dist = &doc["distributions"][0];
+    assert_eq!(dist["distribution"], "sglang-kernel 0.4.10");
+    assert_eq!(
+        (
+            dist["coverage"]["sm_120"]["sass"].as_u64(),
+            dist["coverage"]["sm_120"]["none"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (
+            dist["coverage"]["sm_90"]["sass"].as_u64(),
+            dist["coverage"]["sm_90"]["none"].as_u64()
+        ),
+        (Some(3), Some(0))
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::arch::Arch;
 use crate::kernel::query::KernelIndex;
-use crate::kernel::{EntryKind, FileInventory, coverage};
+use crate::kernel::{CoverageCounts, EntryKind, FileInventory, coverage};
 use crate::site::Site;
 
 pub struct KernelsReport<'a> {
@@ -53,6 +53,22 @@ impl<'a> KernelsReport<'a> {
     fn dist(&self, file: &FileInventory) -> Option<(String, String)> {
         let owner = self.site?.owner(&file.path.to_string_lossy())?;
         Some((owner.name.clone(), owner.version.clone()))
+    }
+
+    fn dist_label(&self, file: &FileInventory) -> String {
+        self.dist(file)
+            .map(|(n, v)| format!("{n} {v}"))
+            .unwrap_or_else(|| "(files outside any distribution)".into())
+    }
+
+    /// Container counts summed over a distribution's files, per target: one library can hold
+    /// containers with and without code for a target, and so can a distribution.
+    fn dist_totals(&self, label: &str, target: Arch) -> CoverageCounts {
+        let mut total = CoverageCounts::default();
+        for file in self.files.iter().filter(|f| self.dist_label(f) == label) {
+            total += coverage(file, target).counts;
+        }
+        total
     }
 }
 
@@ -128,10 +144,26 @@ pub fn render_json(report: &KernelsReport) -> String {
             value
         })
         .collect();
+    let labels: BTreeSet<String> = report.files.iter().map(|f| report.dist_label(f)).collect();
+    let distributions: Vec<Value> = labels
+        .iter()
+        .map(|label| {
+            let mut per_target = Map::new();
+            for &target in report.targets {
+                let counts = report.dist_totals(label, target);
+                per_target.insert(
+                    target.to_string(),
+                    serde_json::to_value(counts).expect("plain data"),
+                );
+            }
+            json!({ "distribution": label, "coverage": per_target })
+        })
+        .collect();
     let document = json!({
         "gatefix": env!("CARGO_PKG_VERSION"),
         "site": report.root.display().to_string(),
         "targets": report.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        "distributions": distributions,
         "files": files,
         "generators": generators,
         "fixed_arch": report.index.jit.fixed_arch,
@@ -154,19 +186,21 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
     let mut by_dist: Vec<(String, &FileInventory)> = report
         .files
         .iter()
-        .map(|f| {
-            let label = report
-                .dist(f)
-                .map(|(n, v)| format!("{n} {v}"))
-                .unwrap_or_else(|| "(files outside any distribution)".into());
-            (label, f)
-        })
+        .map(|f| (report.dist_label(f), f))
         .collect();
     by_dist.sort_by(|a, b| (&a.0, &a.1.path).cmp(&(&b.0, &b.1.path)));
     let mut current = None;
     for (dist, file) in by_dist {
         if current.as_ref() != Some(&dist) {
             let _ = writeln!(out, "\n{}", paint("1", &dist));
+            for &target in report.targets {
+                let c = report.dist_totals(&dist, target);
+                let _ = writeln!(
+                    out,
+                    "  {target}: {} containers sass, {} ptx-jit, {} none in all",
+                    c.sass, c.ptx_jit, c.none
+                );
+            }
             current = Some(dist);
         }
         let (sass, _) = archs(file, EntryKind::Sass);
