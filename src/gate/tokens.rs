@@ -5,7 +5,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Tokens of the built-in forms (docs/gates.md F1–F12). Every gate has at least one of these
-/// in its own text, in the text of a same-module name it uses, or in a rule-declared name.
+/// in its own text, in the text of a same-module name it uses, or in a rule-declared helper name.
 pub const FORM_TOKENS: &[&str] = &[
     "capabilit",      // get_device_capability, has_device_capability, compute_capability ...
     "is_sm",          // is_sm90_supported, is_sm100, _is_sm120a_supported, IS_SM90 ...
@@ -82,7 +82,7 @@ fn capitalized(text: &str) -> String {
     }
 }
 
-/// The file prefilter: form tokens plus the names that rules declare.
+/// The file prefilter: form tokens plus the helper names that rules declare.
 pub fn prefilter_tokens(rule_names: &[String]) -> Tokens {
     Tokens::new(
         FORM_TOKENS
