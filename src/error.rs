@@ -15,6 +15,9 @@ pub enum Error {
     /// Bad input: a missing site, a malformed rule file, an unreadable path.
     #[error("{message}")]
     Input { message: String },
+    /// Refused for safety: a conflict, drift, a missing kernel, a held lock.
+    #[error("{message}")]
+    Refused { message: String },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -29,9 +32,16 @@ impl Error {
         }
     }
 
+    pub fn refused(message: impl Into<String>) -> Error {
+        Error::Refused {
+            message: message.into(),
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Input { .. } | Error::Io { .. } => exit::USAGE,
+            Error::Refused { .. } => exit::REFUSED,
         }
     }
 }

@@ -10,6 +10,8 @@ pub mod cli;
 pub mod error;
 pub mod gate;
 pub mod kernel;
+pub mod ledger;
+pub mod patch;
 pub mod report;
 pub mod rules;
 pub mod scan;

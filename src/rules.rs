@@ -257,7 +257,7 @@ impl Rules {
     }
 }
 
-fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Input {
         message: format!("cannot read rules folder {}: {e}", dir.display()),
     })?;

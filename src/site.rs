@@ -159,7 +159,7 @@ pub fn discover(path: Option<&Path>) -> Result<PathBuf> {
             if local.is_dir() {
                 return site_of(local);
             }
-            python_purelib()
+            python_purelib(Path::new("python3"))
         }
     }
 }
@@ -224,9 +224,10 @@ fn venv_site_packages(root: &Path) -> Result<Option<PathBuf>> {
     }
 }
 
-/// Asks `python3` where its purelib is; nothing of the site is imported.
-fn python_purelib() -> Result<PathBuf> {
-    let output = Command::new("python3")
+/// Asks a Python interpreter where its purelib is; nothing of the site is imported (`-I`
+/// isolates it from the environment and the working folder).
+pub fn python_purelib(python: &Path) -> Result<PathBuf> {
+    let output = Command::new(python)
         .args([
             "-I",
             "-c",
@@ -235,13 +236,15 @@ fn python_purelib() -> Result<PathBuf> {
         .output()
         .map_err(|e| {
             Error::input(format!(
-                "no site given, no $VIRTUAL_ENV, no ./.venv, and python3 could not be run ({e}); name a site-packages folder"
+                "{} could not be run ({e}); name a site-packages folder or a venv",
+                python.display()
             ))
         })?;
     if !output.status.success() {
-        return Err(Error::input(
-            "python3 could not report its purelib; name a site-packages folder",
-        ));
+        return Err(Error::input(format!(
+            "{} could not report its purelib; name a site-packages folder or a venv",
+            python.display()
+        )));
     }
     let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
     site_of(&path)
@@ -258,6 +261,29 @@ pub fn safe_relative(path: &Path) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// Resolves a relative path inside the site, refusing absolute paths, `..`, and symlinks that
+/// lead out of the root, before anything is read.
+pub fn site_path(site_root: &Path, relative: &str) -> Result<PathBuf, String> {
+    let clean = safe_relative(Path::new(relative))
+        .ok_or_else(|| format!("`{relative}` is absolute or climbs out with `..`; refused"))?;
+    let root = site_root
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", site_root.display()))?;
+    let joined = root.join(&clean);
+    let resolved = joined.canonicalize().map_err(|e| format!("{clean}: {e}"))?;
+    if !resolved.starts_with(&root) {
+        return Err(format!(
+            "{clean} leads out of the site root through a symlink (to {}); refused",
+            resolved.display()
+        ));
+    }
+    let metadata = std::fs::metadata(&resolved).map_err(|e| format!("{clean}: {e}"))?;
+    if !metadata.is_file() {
+        return Err(format!("{clean} is not a regular file; refused"));
+    }
+    Ok(joined)
 }
 
 #[cfg(test)]

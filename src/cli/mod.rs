@@ -1,7 +1,10 @@
 //! The command line: one module per subcommand, shared argument groups flattened into each.
 
+pub mod apply;
 pub mod audit;
+pub mod history;
 pub mod kernels;
+pub mod rules_check;
 
 use std::path::PathBuf;
 
@@ -29,6 +32,49 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// List the GPU code a site, folder or file really carries, and what each target can load.
     Kernels(kernels::KernelsArgs),
+    /// Open gates for a target with the shipped patches, only where a kernel backs them.
+    Apply(apply::ApplyArgs),
+    /// Undo the last transaction (or a named one, or all), byte for byte.
+    Revert(history::RevertArgs),
+    /// Applied transactions, unverified patches, drifted files, interrupted transactions.
+    Status(history::StatusArgs),
+    /// The ledger's history, oldest first.
+    Log(history::LogArgs),
+    /// Validate rule and patch files.
+    Rules(rules_check::RulesArgs),
+}
+
+/// How a command that writes (or reads the ledger of) a site names it.
+#[derive(Args, Debug, Clone)]
+pub struct WriteSiteArgs {
+    /// A venv root (its lib/python3.*/site-packages is patched).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["site", "python"])]
+    pub venv: Option<PathBuf>,
+    /// A site-packages folder.
+    #[arg(long, value_name = "DIR", conflicts_with = "python")]
+    pub site: Option<PathBuf>,
+    /// A Python interpreter whose purelib is the site (asked with `-I`, nothing imported).
+    #[arg(long, value_name = "EXE")]
+    pub python: Option<PathBuf>,
+    /// The ledger (a bare git repository); default <venv>/.gatefix/ledger.git, or
+    /// <site>/.gatefix/ledger.git outside a venv.
+    #[arg(long, value_name = "DIR")]
+    pub ledger: Option<PathBuf>,
+}
+
+impl WriteSiteArgs {
+    /// The site root; with nothing named: $VIRTUAL_ENV, ./.venv, then python3's purelib.
+    pub fn site_root(&self) -> Result<PathBuf> {
+        match (&self.venv, &self.site, &self.python) {
+            (Some(dir), _, _) | (None, Some(dir), _) => crate::site::discover(Some(dir)),
+            (None, None, Some(python)) => crate::site::python_purelib(python),
+            (None, None, None) => crate::site::discover(None),
+        }
+    }
+
+    pub fn ledger_dir(&self, site_root: &std::path::Path) -> PathBuf {
+        crate::ledger::location(site_root, self.ledger.as_deref())
+    }
 }
 
 /// How a site is named; shared by every command that reads one.
@@ -63,5 +109,10 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::Kernels(args) => kernels::run(args),
+        Command::Apply(args) => apply::run(args),
+        Command::Revert(args) => history::revert(args),
+        Command::Status(args) => history::status(args),
+        Command::Log(args) => history::log(args),
+        Command::Rules(args) => rules_check::run(args),
     }
 }

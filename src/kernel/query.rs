@@ -53,6 +53,15 @@ impl KernelIndex {
         }
     }
 
+    /// The JIT sources only; library requirements then answer `Unknown`. For callers whose
+    /// requirements name no library, this skips reading every binary of the site.
+    pub fn build_jit_only(site: &Site, scan: &ScanResult) -> KernelIndex {
+        KernelIndex {
+            libraries: Vec::new(),
+            jit: JitIndex::build(site, scan),
+        }
+    }
+
     pub fn coverage(&self, requirement: &Requirement, target: Arch, site: &Site) -> Answer {
         match requirement {
             Requirement::Jit(id) => self.jit_coverage(id, target),

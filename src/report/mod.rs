@@ -3,6 +3,7 @@
 pub mod human;
 pub mod json;
 pub mod kernels;
+pub mod patches;
 
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, evaluate};

@@ -1,0 +1,71 @@
+//! Writing site files so that a crash leaves either the old bytes or the new ones: a temp
+//! file in the same folder, fsync, the old mode, rename over, fsync the folder. Also the
+//! clean-up of stale bytecode and of temp files a crash left behind.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::fault;
+
+/// The temp file a transaction writes `path` through; deterministic, so recovery finds it.
+pub fn temp_path(path: &Path, txn: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.gatefix-{txn}.tmp"))
+}
+
+/// Replaces `path` with `bytes` atomically, keeping its permissions.
+pub fn replace_file(path: &Path, bytes: &[u8], txn: u32) -> std::io::Result<()> {
+    let mode = std::fs::metadata(path)?.permissions();
+    let temp = temp_path(path, txn);
+    let _ = std::fs::remove_file(&temp); // a crash may have left one
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
+    fault::point("temp file created");
+    let half = bytes.len() / 2;
+    file.write_all(&bytes[..half])?;
+    fault::point("temp file half written");
+    file.write_all(&bytes[half..])?;
+    fault::point("temp file written");
+    file.sync_all()?;
+    fault::point("temp file synced");
+    std::fs::set_permissions(&temp, mode)?;
+    fault::point("temp file mode set");
+    std::fs::rename(&temp, path)?;
+    fault::point("file renamed into place");
+    sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+    fault::point("folder synced");
+    Ok(())
+}
+
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Removes `__pycache__/<module>.*.pyc` beside a source file: Python would otherwise keep
+/// running the old code when the timestamps happen to agree.
+pub fn remove_stale_bytecode(path: &Path) {
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else {
+        return;
+    };
+    let prefix = format!("{}.", stem.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir.join("__pycache__")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && name.ends_with(".pyc") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Removes a transaction's leftover temp file, if any; true when there was one.
+pub fn remove_temp(path: &Path, txn: u32) -> bool {
+    std::fs::remove_file(temp_path(path, txn)).is_ok()
+}

@@ -1,0 +1,176 @@
+//! Revert: undo applied transactions (the last, a named one, or all, newest first) as a new
+//! transaction of its own. Files gatefix did not write last are never clobbered silently.
+
+use std::collections::BTreeMap;
+
+use super::Ledger;
+use super::history::{History, Kind, Phase, Record};
+use super::txn::{self, Change, Meta, drift_error, resolve_paths, save_drift};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Last,
+    Txn(u32),
+    All,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    NothingToRevert,
+    Reverted {
+        txn: u32,
+        reverted: Vec<u32>,
+        restored: Vec<String>,
+        already_original: Vec<String>,
+    },
+}
+
+/// Reverts; the caller holds the lock and has recovered any interrupted transaction.
+pub fn revert(ledger: &Ledger, which: Which, force: bool) -> Result<Outcome> {
+    let history = History::read(ledger)?;
+    let active = history.active_applies();
+    let selected: Vec<&Record> = match which {
+        Which::Last => active.last().copied().into_iter().collect(),
+        Which::All => active.iter().rev().copied().collect(),
+        Which::Txn(n) => {
+            let record = active.iter().find(|r| r.txn == n).copied().ok_or_else(|| {
+                Error::input(format!(
+                    "transaction {n} is not in effect ({}); `gatefix status` lists those that are",
+                    describe(&history, n)
+                ))
+            })?;
+            refuse_if_newer_touch(&active, record)?;
+            vec![record]
+        }
+    };
+    if selected.is_empty() {
+        return Ok(Outcome::NothingToRevert);
+    }
+    let targets = restore_targets(ledger, &history, &selected)?;
+    let head = ledger
+        .head()?
+        .expect("a ledger with transactions has a head");
+    let paths = resolve_paths(ledger, targets.keys().map(String::as_str))?;
+    let mut changes = Vec::new();
+    let mut drift = Vec::new();
+    let mut already_original = Vec::new();
+    for ((file, want), path) in targets.iter().zip(&paths) {
+        let current = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if &current == want {
+            already_original.push(file.clone());
+            continue;
+        }
+        if ledger.blob(&head, file).as_ref() != Some(&current) {
+            drift.push((file.clone(), current.clone()));
+        }
+        changes.push(Change {
+            path: file.clone(),
+            old: current,
+            new: want.clone(),
+        });
+    }
+    let reverted: Vec<u32> = selected.iter().map(|r| r.txn).collect();
+    let txn_number = history.next_txn();
+    if !drift.is_empty() {
+        if !force {
+            return Err(drift_error(&drift, *reverted.first().unwrap_or(&0)));
+        }
+        let context = Record {
+            txn: txn_number,
+            ..selected[0].clone()
+        };
+        save_drift(ledger, &context, &drift)?;
+    }
+    let meta = revert_meta(&selected, &reverted);
+    let txn = txn::run(ledger, &meta, &changes)?;
+    Ok(Outcome::Reverted {
+        txn,
+        reverted,
+        restored: changes.into_iter().map(|c| c.path).collect(),
+        already_original,
+    })
+}
+
+/// Each file goes back to its pre-image in the oldest selected transaction that touched it.
+fn restore_targets(
+    ledger: &Ledger,
+    history: &History,
+    selected: &[&Record],
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut targets = BTreeMap::new();
+    for record in selected {
+        let begin = history.record(record.txn, Phase::Begin).ok_or_else(|| {
+            Error::refused(format!(
+                "ledger {}: transaction {} has no begin record",
+                ledger.dir.display(),
+                record.txn
+            ))
+        })?;
+        let commit = ledger
+            .repo
+            .find_commit(begin.oid)
+            .map_err(|e| ledger.err("cannot read commit", e))?;
+        for file in &record.files {
+            let bytes = ledger.blob(&commit, file).ok_or_else(|| {
+                Error::refused(format!(
+                    "ledger {}: transaction {} holds no pre-image of {file}",
+                    ledger.dir.display(),
+                    record.txn
+                ))
+            })?;
+            targets.insert(file.clone(), bytes); // newest first: the oldest pre-image wins
+        }
+    }
+    Ok(targets)
+}
+
+fn refuse_if_newer_touch(active: &[&Record], record: &Record) -> Result<()> {
+    for newer in active.iter().filter(|r| r.txn > record.txn) {
+        if let Some(file) = newer.files.iter().find(|f| record.files.contains(f)) {
+            return Err(Error::refused(format!(
+                "transaction {} also changed {file}, on top of transaction {}; revert it first, or use --all",
+                newer.txn, record.txn
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn describe(history: &History, txn: u32) -> &'static str {
+    if !history.records.iter().any(|r| r.txn == txn) {
+        return "no such transaction";
+    }
+    match history.outcome(txn) {
+        Phase::Rollback => "it was rolled back",
+        Phase::Begin => "it was interrupted",
+        _ if history
+            .records
+            .iter()
+            .any(|r| r.kind == Kind::Revert && r.reverts.contains(&txn)) =>
+        {
+            "it is already reverted"
+        }
+        _ => "it is a revert, not an apply",
+    }
+}
+
+fn revert_meta(selected: &[&Record], reverted: &[u32]) -> Meta {
+    let list: Vec<String> = reverted.iter().map(|n| n.to_string()).collect();
+    let patches: Vec<String> = selected
+        .iter()
+        .flat_map(|r| r.patches.iter().map(|p| p.id.clone()))
+        .collect();
+    Meta {
+        kind: Kind::Revert,
+        target: None,
+        patches: Vec::new(),
+        dists: Vec::new(),
+        reverts: reverted.to_vec(),
+        subject: format!("revert {}: {}", list.join(", "), patches.join(", ")),
+        body: "Every file is back at the bytes it had before the reverted transaction(s).".into(),
+    }
+}

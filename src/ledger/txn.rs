@@ -1,0 +1,388 @@
+//! Transactions: the only code that writes site files.
+//!
+//! Order of a transaction (every step is a fault point of the crash test):
+//! 1. pre- and post-images go into the ledger as blobs and trees; a *begin* commit (tree =
+//!    pre-images) and a *done* commit (tree = post-images, parent = begin) are written;
+//! 2. `refs/gatefix/pending` → done, then `main` → begin: from here on, any gatefix command
+//!    sees an interrupted transaction and `revert` can restore every file from the ledger;
+//! 3. each file: its bytes are re-checked against the planned pre-image (drift is refused),
+//!    then replaced atomically (`fsio::replace_file`) and its stale bytecode removed;
+//! 4. `main` → done, `pending` removed.
+//!
+//! A failure in step 3 puts the written files back at once and records a rollback.
+
+use std::path::PathBuf;
+
+use git2::{Commit, Oid};
+
+use super::fault;
+use super::fsio::{remove_stale_bytecode, remove_temp, replace_file};
+use super::history::{
+    History, Kind, PatchEntry, Record, TRAILER_DIST, TRAILER_FILE, TRAILER_KIND, TRAILER_PATCH,
+    TRAILER_PHASE, TRAILER_REVERTS, TRAILER_TARGET, TRAILER_TXN, message,
+};
+use super::{Ledger, MAIN, PENDING};
+use crate::error::{Error, Result};
+use crate::site::site_path;
+
+/// One file's planned change.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub path: String,
+    pub old: Vec<u8>,
+    pub new: Vec<u8>,
+}
+
+/// What a transaction records about itself.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub kind: Kind,
+    pub target: Option<String>,
+    pub patches: Vec<PatchEntry>,
+    pub dists: Vec<String>,
+    pub reverts: Vec<u32>,
+    pub subject: String,
+    pub body: String,
+}
+
+impl Meta {
+    fn trailers(&self, txn: u32, phase: &str, files: &[&str]) -> Vec<(&'static str, String)> {
+        let mut t = vec![
+            (TRAILER_TXN, txn.to_string()),
+            (TRAILER_PHASE, phase.to_string()),
+            (
+                TRAILER_KIND,
+                match self.kind {
+                    Kind::Apply => "apply",
+                    Kind::Revert => "revert",
+                }
+                .to_string(),
+            ),
+        ];
+        if let Some(target) = &self.target {
+            t.push((TRAILER_TARGET, target.clone()));
+        }
+        for patch in &self.patches {
+            let status = if patch.verified {
+                "verified"
+            } else {
+                "unverified"
+            };
+            t.push((TRAILER_PATCH, format!("{} {status}", patch.id)));
+        }
+        for dist in &self.dists {
+            t.push((TRAILER_DIST, dist.clone()));
+        }
+        if !self.reverts.is_empty() {
+            let list: Vec<String> = self.reverts.iter().map(|n| n.to_string()).collect();
+            t.push((TRAILER_REVERTS, list.join(",")));
+        }
+        for file in files {
+            t.push((TRAILER_FILE, file.to_string()));
+        }
+        t
+    }
+}
+
+/// Runs one transaction. The caller holds the site lock and has made sure no transaction is
+/// interrupted. Returns the transaction number.
+pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
+    let history = History::read(ledger)?;
+    let txn = history.next_txn();
+    let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
+    let head = ledger.head()?;
+    let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+
+    let base = head.as_ref().and_then(|c| c.tree().ok());
+    let pre: Vec<(&str, &[u8])> = changes
+        .iter()
+        .map(|c| (c.path.as_str(), &c.old[..]))
+        .collect();
+    let post: Vec<(&str, &[u8])> = changes
+        .iter()
+        .map(|c| (c.path.as_str(), &c.new[..]))
+        .collect();
+    let pre_tree = ledger.tree_with(base.as_ref(), &pre)?;
+    let post_tree = ledger.tree_with(base.as_ref(), &post)?;
+    fault::point("images written");
+    let parents: Vec<&Commit> = head.iter().collect();
+    let begin_message = message(
+        &format!("begin: {}", meta.subject),
+        "Pre-images of the files below, recorded before any of them changed.",
+        &meta.trailers(txn, "begin", &files),
+    );
+    let begin = ledger.commit(pre_tree, &parents, &begin_message)?;
+    fault::point("begin commit written");
+    let begin_commit = find_commit(ledger, begin)?;
+    let done_message = message(
+        &meta.subject,
+        &meta.body,
+        &meta.trailers(txn, "done", &files),
+    );
+    let done = ledger.commit(post_tree, &[&begin_commit], &done_message)?;
+    fault::point("done commit written");
+    set_ref(ledger, PENDING, done)?;
+    fault::point("pending ref set");
+    ledger.move_ref(MAIN, head.as_ref().map(|c| c.id()), begin, "gatefix: begin")?;
+    fault::point("main at begin");
+
+    for (i, (change, path)) in changes.iter().zip(&paths).enumerate() {
+        if let Err(why) = write_checked(path, change, txn) {
+            let undone = undo_written(&changes[..i], &paths[..i], txn);
+            record_rollback(ledger, meta, txn, &files, begin)?;
+            return Err(match undone {
+                Ok(()) => Error::refused(format!(
+                    "{why}; nothing was changed (the {i} file(s) already written were put back)"
+                )),
+                Err(more) => Error::refused(format!(
+                    "{why}; putting back the files already written failed too ({more}); run `gatefix revert`"
+                )),
+            });
+        }
+    }
+    ledger.move_ref(MAIN, Some(begin), done, "gatefix: done")?;
+    fault::point("main at done");
+    ledger.delete_ref(PENDING)?;
+    fault::point("pending ref removed");
+    Ok(txn)
+}
+
+/// Re-checks the file against the planned pre-image, then replaces it.
+fn write_checked(
+    path: &std::path::Path,
+    change: &Change,
+    txn: u32,
+) -> std::result::Result<(), String> {
+    let current = std::fs::read(path).map_err(|e| format!("{}: {e}", change.path))?;
+    if current != change.old {
+        return Err(format!(
+            "{} changed while gatefix was working (another process wrote it); refused",
+            change.path
+        ));
+    }
+    replace_file(path, &change.new, txn).map_err(|e| format!("{}: {e}", change.path))?;
+    remove_stale_bytecode(path);
+    fault::point("bytecode removed");
+    Ok(())
+}
+
+fn undo_written(
+    changes: &[Change],
+    paths: &[PathBuf],
+    txn: u32,
+) -> std::result::Result<(), String> {
+    for (change, path) in changes.iter().zip(paths).rev() {
+        replace_file(path, &change.old, txn).map_err(|e| format!("{}: {e}", change.path))?;
+        remove_stale_bytecode(path);
+    }
+    Ok(())
+}
+
+fn record_rollback(
+    ledger: &Ledger,
+    meta: &Meta,
+    txn: u32,
+    files: &[&str],
+    begin: Oid,
+) -> Result<()> {
+    let begin_commit = find_commit(ledger, begin)?;
+    let tree = begin_commit.tree_id();
+    let text = message(
+        &format!("rollback: {}", meta.subject),
+        "The transaction did not complete; every file is back at its pre-image.",
+        &meta.trailers(txn, "rollback", files),
+    );
+    let rollback = ledger.commit(tree, &[&begin_commit], &text)?;
+    ledger.move_ref(MAIN, Some(begin), rollback, "gatefix: rollback")?;
+    ledger.delete_ref(PENDING)
+}
+
+fn find_commit(ledger: &Ledger, oid: Oid) -> Result<Commit<'_>> {
+    ledger
+        .repo
+        .find_commit(oid)
+        .map_err(|e| ledger.err("cannot read commit", e))
+}
+
+fn set_ref(ledger: &Ledger, name: &str, oid: Oid) -> Result<()> {
+    ledger
+        .repo
+        .reference(name, oid, true, "gatefix")
+        .map(|_| ())
+        .map_err(|e| ledger.err(&format!("cannot set {name}"), e))
+}
+
+/// Site paths for ledger or patch entries; an escape refuses the whole operation before any
+/// byte is read or written.
+pub fn resolve_paths<'a>(
+    ledger: &Ledger,
+    paths: impl Iterator<Item = &'a str>,
+) -> Result<Vec<PathBuf>> {
+    paths
+        .map(|p| site_path(&ledger.site_root, p).map_err(Error::refused))
+        .collect()
+}
+
+// ----- Recovery -----------------------------------------------------------------------------
+
+/// What recovery did with an interrupted transaction.
+#[derive(Debug)]
+pub struct Recovered {
+    pub txn: u32,
+    pub kind: Kind,
+    /// True: an interrupted revert was finished; false: an interrupted apply was undone.
+    pub finished: bool,
+    pub restored: Vec<String>,
+}
+
+/// Brings the site out of an interrupted transaction: an apply is undone (every file back at
+/// its pre-image), a revert is finished (every file at the bytes it was restoring). Files
+/// with bytes that are neither are drift: refused, unless `force`, which saves them in the
+/// ledger first. Safe to run again if it is itself interrupted.
+pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
+    let history = History::read(ledger)?;
+    let Some(begin) = history.interrupted().cloned() else {
+        return Ok(None);
+    };
+    let begin_commit = find_commit(ledger, begin.oid)?;
+    let pending = ledger
+        .pending()
+        .filter(|p| p.parent_id(0).ok() == Some(begin.oid));
+    let finish = begin.kind == Kind::Revert && pending.is_some();
+    let (want_commit, other_commit) = match (&pending, finish) {
+        (Some(p), true) => (p.clone(), Some(begin_commit.clone())),
+        (p, _) => (begin_commit.clone(), p.clone()),
+    };
+    let paths = resolve_paths(ledger, begin.files.iter().map(String::as_str))?;
+    let mut writes = Vec::new();
+    let mut drift = Vec::new();
+    for (file, path) in begin.files.iter().zip(&paths) {
+        let current = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let Some(want) = ledger.blob(&want_commit, file) else {
+            return Err(Error::refused(format!(
+                "ledger {}: transaction {} names {file} but holds no bytes for it",
+                ledger.dir.display(),
+                begin.txn
+            )));
+        };
+        if current == want {
+            continue;
+        }
+        let known = other_commit
+            .as_ref()
+            .and_then(|c| ledger.blob(c, file))
+            .is_some_and(|other| other == current);
+        if !known {
+            drift.push((file.clone(), current.clone()));
+        }
+        writes.push((file.clone(), path.clone(), current, want));
+    }
+    if !drift.is_empty() {
+        if !force {
+            return Err(drift_error(&drift, begin.txn));
+        }
+        save_drift(ledger, &begin, &drift)?;
+    }
+    for (_, path, _, want) in &writes {
+        replace_file(path, want, begin.txn).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        remove_stale_bytecode(path);
+        fault::point("recovery file restored");
+    }
+    for path in &paths {
+        remove_temp(path, begin.txn);
+    }
+    let head = ledger
+        .head()?
+        .expect("an interrupted transaction has a head");
+    let meta_subject = begin.subject.trim_start_matches("begin: ").to_string();
+    let text = if finish {
+        pending
+            .as_ref()
+            .and_then(|p| p.message().map(str::to_string))
+            .unwrap_or_default()
+    } else {
+        rollback_message(&begin, &meta_subject)
+    };
+    let tree = want_commit.tree_id();
+    let closing = ledger.commit(tree, &[&head], &text)?;
+    ledger.move_ref(MAIN, Some(head.id()), closing, "gatefix: recovered")?;
+    fault::point("recovery recorded");
+    ledger.delete_ref(PENDING)?;
+    Ok(Some(Recovered {
+        txn: begin.txn,
+        kind: begin.kind,
+        finished: finish,
+        restored: writes.into_iter().map(|(file, ..)| file).collect(),
+    }))
+}
+
+fn rollback_message(begin: &Record, subject: &str) -> String {
+    let commit_text =
+        "gatefix was interrupted during this transaction; every file is back at its pre-image.";
+    let mut trailers = vec![
+        (TRAILER_TXN, begin.txn.to_string()),
+        (TRAILER_PHASE, "rollback".to_string()),
+        (
+            TRAILER_KIND,
+            match begin.kind {
+                Kind::Apply => "apply",
+                Kind::Revert => "revert",
+            }
+            .to_string(),
+        ),
+    ];
+    if let Some(target) = &begin.target {
+        trailers.push((TRAILER_TARGET, target.clone()));
+    }
+    for file in &begin.files {
+        trailers.push((TRAILER_FILE, file.clone()));
+    }
+    message(&format!("rollback: {subject}"), commit_text, &trailers)
+}
+
+/// Records bytes found in the site that gatefix did not write, before they are replaced.
+pub fn save_drift(ledger: &Ledger, context: &Record, drift: &[(String, Vec<u8>)]) -> Result<()> {
+    let head = ledger.head()?;
+    let base = head.as_ref().and_then(|c| c.tree().ok());
+    let files: Vec<(&str, &[u8])> = drift.iter().map(|(f, b)| (f.as_str(), &b[..])).collect();
+    let tree = ledger.tree_with(base.as_ref(), &files)?;
+    let mut trailers = vec![
+        (TRAILER_TXN, context.txn.to_string()),
+        (TRAILER_PHASE, "saved".to_string()),
+        (TRAILER_KIND, "revert".to_string()),
+    ];
+    for (file, _) in drift {
+        trailers.push((TRAILER_FILE, file.clone()));
+    }
+    let text = message(
+        "saved: bytes found in the site, replaced by revert --force",
+        "These files had changed since gatefix wrote them; their bytes are kept here.",
+        &trailers,
+    );
+    let parents: Vec<&Commit> = head.iter().collect();
+    let saved = ledger.commit(tree, &parents, &text)?;
+    ledger.move_ref(
+        MAIN,
+        head.as_ref().map(|c| c.id()),
+        saved,
+        "gatefix: saved drift",
+    )?;
+    fault::point("drift saved");
+    Ok(())
+}
+
+pub fn drift_error(drift: &[(String, Vec<u8>)], txn: u32) -> Error {
+    let files: Vec<&str> = drift.iter().map(|(f, _)| f.as_str()).collect();
+    Error::refused(format!(
+        "{} file(s) of transaction {txn} changed since gatefix wrote them (a reinstall or a hand edit?): {}; \
+         nothing was written. `gatefix revert --force` saves their current bytes in the ledger and restores anyway",
+        files.len(),
+        files.join(", ")
+    ))
+}

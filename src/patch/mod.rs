@@ -1,0 +1,10 @@
+//! Declarative patches: the files (`model`), anchoring and editing on the syntax tree
+//! (`syntax`, `edit`), and planning an apply before anything is written (`plan`).
+
+pub mod edit;
+pub mod model;
+pub mod plan;
+pub mod syntax;
+
+pub use model::{Action, Anchor, AnchorTarget, Edit, Patch, PatchSet};
+pub use plan::{Decision, FileChange, PatchPlan, Plan, plan};
