@@ -7,43 +7,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use common::fixture::wheel_site;
+
+use std::path::Path;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-
-fn wheels_dir() -> PathBuf {
-    std::env::var_os("GATEFIX_WHEELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/gatefix/wheels")
-        })
-}
-
-/// Unzips the wheels whose file names start with the given prefixes into one temp site.
-fn site(prefixes: &[&str]) -> tempfile::TempDir {
-    let site = tempfile::tempdir().unwrap();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(wheels_dir())
-        .expect("wheels are fetched by ci/fetch-wheels.sh")
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for prefix in prefixes {
-        let wheel = entries
-            .iter()
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-            .unwrap_or_else(|| panic!("wheel {prefix}* missing; run ci/fetch-wheels.sh"));
-        let status = Command::new("python3")
-            .args(["-m", "zipfile", "-e"])
-            .arg(wheel)
-            .arg(site.path())
-            .status()
-            .unwrap();
-        assert!(status.success(), "unzip {}", wheel.display());
-    }
-    site
-}
 
 fn audit(site: &Path) -> Value {
     let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
@@ -57,12 +26,12 @@ fn audit(site: &Path) -> Value {
 
 fn old_site() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| audit(site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path()))
+    DOC.get_or_init(|| audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path()))
 }
 
 fn new_site() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| audit(site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]).path()))
+    DOC.get_or_init(|| audit(wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]).path()))
 }
 
 /// The gates in `file` (inside `function`, when given) whose text contains every needle.

@@ -8,6 +8,7 @@ use clap::Args;
 use super::{Format, SiteArgs, TargetArgs};
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
+use crate::ledger::history::History;
 use crate::report::{AuditReport, human, json};
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, scan_with};
@@ -32,6 +33,9 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     let started = Instant::now();
     let root = discover(args.site.path.as_deref())?;
     let site = Site::open(&root)?;
+    if let Some(warning) = History::interrupted_warning(&site.root) {
+        eprintln!("gatefix: warning: {warning}");
+    }
     let rules = Rules::load(args.targets.rules.as_deref())?;
     let cuda = cuda_version(&args.targets, &site)?;
     let options = if args.exhaustive {

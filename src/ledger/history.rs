@@ -81,6 +81,19 @@ impl History {
         Ok(History { records })
     }
 
+    /// A warning for any command that reads the site: an interrupted transaction, if the
+    /// site has a ledger at the default place and it shows one.
+    pub fn interrupted_warning(site_root: &std::path::Path) -> Option<String> {
+        let dir = super::location(site_root, None);
+        let ledger = Ledger::open(&dir, site_root).ok()??;
+        let history = History::read(&ledger).ok()?;
+        let record = history.interrupted()?;
+        Some(format!(
+            "transaction {} ({}) on this site was interrupted; `gatefix revert` restores it",
+            record.txn, record.subject
+        ))
+    }
+
     /// The transaction `main` stopped in the middle of, if any.
     pub fn interrupted(&self) -> Option<&Record> {
         self.records
@@ -180,7 +193,12 @@ fn parse(commit: &Commit) -> Option<Record> {
             .collect(),
         files: get(TRAILER_FILE).collect(),
         time: commit.time().seconds(),
-        subject: message.lines().next().unwrap_or("").to_string(),
+        subject: message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("begin: ")
+            .to_string(),
     })
 }
 

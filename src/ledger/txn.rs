@@ -300,7 +300,7 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
     let head = ledger
         .head()?
         .expect("an interrupted transaction has a head");
-    let meta_subject = begin.subject.trim_start_matches("begin: ").to_string();
+    let meta_subject = begin.subject.clone();
     let text = if finish {
         pending
             .as_ref()

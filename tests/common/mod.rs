@@ -6,6 +6,7 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Runs `gatefix ARGS...`, asserts success, and parses stdout as JSON.
+#[allow(dead_code)] // not every test crate reads JSON
 pub fn gatefix_json<I, S>(args: I) -> Value
 where
     I: IntoIterator<Item = S>,
@@ -22,3 +23,5 @@ where
     );
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
 }
+
+pub mod fixture;

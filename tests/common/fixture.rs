@@ -1,0 +1,135 @@
+//! Fixture venvs copied into temp folders, byte hashes of whole trees, and gatefix runs that
+//! return their output whatever the exit code.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sha2::{Digest, Sha256};
+
+/// The site-packages of the fixture venv `testdata/venvs/fusion`, relative to a venv root.
+pub const FUSION_SITE: &str = "lib/python3.11/site-packages";
+
+/// Copies `testdata/venvs/<name>` into a fresh temp folder; returns (guard, venv root).
+pub fn venv_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let root = temp.path().join(name);
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/venvs")
+            .join(name),
+        &root,
+    );
+    (temp, root)
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Every file under `root` (the ledger folder `.gatefix` excluded) → sha256 of its bytes.
+pub fn hash_tree(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    hash_into(root, root, &mut out);
+    out
+}
+
+fn hash_into(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let entry = entry.expect("entry");
+        let path = entry.path();
+        if entry.file_name() == ".gatefix" {
+            continue;
+        }
+        if entry.file_type().expect("type").is_dir() {
+            hash_into(root, &path, out);
+        } else {
+            let bytes = std::fs::read(&path).expect("read");
+            let relative = path
+                .strip_prefix(root)
+                .expect("inside")
+                .display()
+                .to_string();
+            out.insert(relative, format!("{:x}", Sha256::digest(&bytes)));
+        }
+    }
+}
+
+/// Runs gatefix with extra environment variables; never asserts on the exit code.
+pub fn run_env<I, S>(args: I, env: &[(&str, &str)]) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gatefix"));
+    command.args(args).env_remove("VIRTUAL_ENV");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("the gatefix binary runs")
+}
+
+pub fn run<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    run_env(args, &[])
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Shorthand for `--venv <root>` argument pairs.
+pub fn venv_args(root: &Path) -> Vec<String> {
+    vec!["--venv".into(), root.display().to_string()]
+}
+
+pub fn wheels_dir() -> PathBuf {
+    std::env::var_os("GATEFIX_WHEELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/gatefix/wheels")
+        })
+}
+
+/// Unzips the wheels whose file names start with the given prefixes into one temp site
+/// (the wheels come from `ci/fetch-wheels.sh`; `GATEFIX_WHEELS` names their folder).
+pub fn wheel_site(prefixes: &[&str]) -> tempfile::TempDir {
+    let site = tempfile::tempdir().unwrap();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(wheels_dir())
+        .expect("wheels are fetched by ci/fetch-wheels.sh")
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for prefix in prefixes {
+        let wheel = entries
+            .iter()
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .unwrap_or_else(|| panic!("wheel {prefix}* missing; run ci/fetch-wheels.sh"));
+        let status = Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(wheel)
+            .arg(site.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "unzip {}", wheel.display());
+    }
+    site
+}

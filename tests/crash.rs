@@ -1,0 +1,179 @@
+//! The crash test: gatefix is killed with SIGKILL (fault injection, `GATEFIX_FAULT_AT=N`) at
+//! every fault point of an apply, of a revert, and of the recovery of an interrupted apply.
+//! After each kill, no file of the site may be anything but its old or its new bytes, the next
+//! gatefix command must notice an interrupted transaction, and `gatefix revert` must bring the
+//! site back byte for byte.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+
+use common::fixture::{hash_tree, run_env, stderr, stdout, venv_args, venv_copy};
+
+fn gatefix(verb: &[&str], root: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut args: Vec<String> = verb.iter().map(|s| s.to_string()).collect();
+    args.extend(venv_args(root));
+    run_env(args, env)
+}
+
+fn apply(root: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    gatefix(&["apply", "sm_120"], root, env)
+}
+
+/// How many fault points a command passes when it is not killed.
+fn points(output: &std::process::Output) -> usize {
+    let err = stderr(output);
+    err.lines()
+        .find_map(|l| l.strip_prefix("gatefix: fault points reached: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no fault count in: {err}"))
+}
+
+fn killed(output: &std::process::Output) -> bool {
+    output.status.signal() == Some(libc_sigkill())
+}
+
+fn libc_sigkill() -> i32 {
+    9
+}
+
+/// Every file is either its original bytes or its fully patched bytes; temp files may exist.
+fn assert_whole_files(
+    state: &BTreeMap<String, String>,
+    original: &BTreeMap<String, String>,
+    patched: &BTreeMap<String, String>,
+    at: usize,
+) {
+    for (file, hash) in state {
+        if file.contains(".gatefix-") && file.ends_with(".tmp") {
+            continue;
+        }
+        assert!(
+            original.get(file) == Some(hash) || patched.get(file) == Some(hash),
+            "kill at point {at}: {file} is neither its old nor its new bytes"
+        );
+    }
+    for file in original.keys() {
+        assert!(
+            state.contains_key(file),
+            "kill at point {at}: {file} is gone"
+        );
+    }
+}
+
+fn revert_to_original(root: &Path, original: &BTreeMap<String, String>, context: &str) {
+    let out = gatefix(&["revert"], root, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{context}: revert failed: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(
+        &hash_tree(root),
+        original,
+        "{context}: not restored byte for byte"
+    );
+    let status = stdout(&gatefix(&["status"], root, &[]));
+    assert!(!status.contains("INTERRUPTED"), "{context}: {status}");
+    assert!(
+        !status.contains("leftover temp file"),
+        "{context}: {status}"
+    );
+}
+
+#[test]
+fn every_kill_point_is_recoverable() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let out = apply(&root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let apply_points = points(&out);
+    let patched = hash_tree(&root);
+    assert_ne!(patched, original);
+    let out = gatefix(&["revert"], &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    let revert_points = points(&out);
+    assert_eq!(hash_tree(&root), original);
+    assert!(
+        apply_points + revert_points >= 30,
+        "only {apply_points} + {revert_points} fault points"
+    );
+
+    let mut interrupted_seen = 0;
+    for at in 1..=apply_points {
+        let (_g, root) = venv_copy("fusion");
+        let out = apply(&root, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        assert!(
+            killed(&out),
+            "apply point {at} did not kill: {}",
+            stderr(&out)
+        );
+        assert_whole_files(&hash_tree(&root), &original, &patched, at);
+        let status = stdout(&gatefix(&["status"], &root, &[]));
+        if status.contains("INTERRUPTED") {
+            interrupted_seen += 1;
+            let again = apply(&root, &[]);
+            assert_eq!(
+                again.status.code(),
+                Some(3),
+                "apply must refuse over an interrupted transaction"
+            );
+            assert!(stderr(&again).contains("was interrupted; run `gatefix revert`"));
+            let audit = common::fixture::run(["audit".to_string(), root.display().to_string()]);
+            assert!(stderr(&audit).contains("was interrupted; `gatefix revert` restores it"));
+        }
+        revert_to_original(&root, &original, &format!("apply killed at {at}"));
+    }
+    assert!(
+        interrupted_seen >= 10,
+        "only {interrupted_seen} points left an interrupted transaction"
+    );
+
+    for at in 1..=revert_points {
+        let (_g, root) = venv_copy("fusion");
+        assert_eq!(apply(&root, &[]).status.code(), Some(0));
+        let out = gatefix(&["revert"], &root, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        assert!(killed(&out), "revert point {at} did not kill");
+        assert_whole_files(&hash_tree(&root), &original, &patched, at);
+        revert_to_original(&root, &original, &format!("revert killed at {at}"));
+    }
+}
+
+#[test]
+fn recovery_itself_can_be_killed_and_resumed() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    // Killed just after the first file is renamed into place: a half-done apply.
+    let rename_point = (1..200)
+        .find(|at| {
+            let (_g2, probe) = venv_copy("fusion");
+            let out = apply(&probe, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+            stderr(&out).contains("(file renamed into place)")
+        })
+        .expect("apply has a rename point");
+    let half_done = |root: &Path| {
+        let out = apply(root, &[("GATEFIX_FAULT_AT", &rename_point.to_string())]);
+        assert!(killed(&out));
+    };
+    half_done(&root);
+    let out = gatefix(&["revert"], &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("had been interrupted; undone"),
+        "{}",
+        stdout(&out)
+    );
+    let recovery_points = points(&out);
+    assert_eq!(hash_tree(&root), original);
+
+    for at in 1..=recovery_points {
+        let (_g, root) = venv_copy("fusion");
+        half_done(&root);
+        let out = gatefix(&["revert"], &root, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        assert!(killed(&out), "recovery point {at} did not kill");
+        revert_to_original(&root, &original, &format!("recovery killed at {at}"));
+    }
+}

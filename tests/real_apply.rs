@@ -1,0 +1,190 @@
+//! `gatefix apply` and `revert` on real pinned wheels (issue 4's story): the shipped patches
+//! refuse over the flashinfer sglang 0.5.5 pinned, apply over flashinfer 0.7.2, and revert
+//! byte for byte. `#[ignore]`d in a plain `cargo test`; `.ci/run` fetches the wheels
+//! (`ci/fetch-wheels.sh`) and runs them with `--ignored`.
+
+mod common;
+
+use std::path::Path;
+
+use common::fixture::{hash_tree, run, stderr, stdout, wheel_site};
+use serde_json::Value;
+
+fn apply(site: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["apply".to_string(), "sm_120".into(), "--site".into()];
+    args.push(site.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    run(args)
+}
+
+fn revert(site: &Path) -> std::process::Output {
+    run([
+        "revert".to_string(),
+        "--site".into(),
+        site.display().to_string(),
+    ])
+}
+
+fn audit(site: &Path) -> Value {
+    common::gatefix_json([
+        "audit".to_string(),
+        site.display().to_string(),
+        "--cuda".into(),
+        "12.8".into(),
+        "--format".into(),
+        "json".into(),
+    ])
+}
+
+/// The evaluation at sm_120 of the gates in `file` whose text holds `needle`.
+fn admits(doc: &Value, file: &str, needle: &str) -> Vec<String> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == file && g["text"].as_str().unwrap().contains(needle))
+        .map(|g| g["admits"]["sm_120"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// 1-based line of the arch-list call (`get_nvcc_flags_list(`) in `def gen_trtllm_comm_module`.
+fn comm_list_line(site: &Path) -> usize {
+    let text = std::fs::read_to_string(site.join("flashinfer/jit/comm.py")).unwrap();
+    let def = text
+        .lines()
+        .position(|l| l.starts_with("def gen_trtllm_comm_module"))
+        .expect("gen_trtllm_comm_module is defined");
+    def + 1
+        + text
+            .lines()
+            .skip(def)
+            .position(|l| l.contains("get_nvcc_flags_list("))
+            .unwrap()
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_055_with_its_pinned_flashinfer_is_refused_with_the_jit_list() {
+    let site = wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
+    let before = hash_tree(site.path());
+    let out = apply(site.path(), &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = comm_list_line(site.path());
+    assert!(
+        text.contains("sglang-ar-fusion-communicator (sglang 0.5.5): REFUSED"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "flashinfer/jit/comm.py:{line} supported_major_versions=[9, 10]"
+        )),
+        "names the file, line {line} and [9, 10]: {text}"
+    );
+    assert!(
+        text.contains("the gate at sglang/srt/layers/communicator.py:"),
+        "{text}"
+    );
+    assert_eq!(hash_tree(site.path()), before, "a refusal writes nothing");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
+    let site = wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-"]);
+    let before = hash_tree(site.path());
+    let gate = "_is_sm100_supported or _is_sm90_supported";
+    assert_eq!(
+        admits(
+            &audit(site.path()),
+            "sglang/srt/layers/communicator.py",
+            gate
+        ),
+        ["no"]
+    );
+
+    let out = apply(site.path(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("applied as transaction 1: 2 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+    let opened = admits(
+        &audit(site.path()),
+        "sglang/srt/layers/communicator.py",
+        gate,
+    );
+    assert_eq!(opened.len(), 1);
+    assert_ne!(opened[0], "no", "the fusion gate no longer rejects sm_120");
+    let again = apply(site.path(), &[]);
+    assert!(stdout(&again).contains("(sglang 0.5.5): already applied"));
+
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site.path()), before);
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0523_opens_the_three_fusion_gates_together_and_keeps_mnnvl_closed() {
+    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let before = hash_tree(site.path());
+    let add_norm = "sglang/srt/layers/layer_boundary/residual/add_norm.py";
+    let fusion = "sglang/srt/layers/flashinfer_comm_fusion.py";
+    let doc = audit(site.path());
+    assert_eq!(
+        admits(&doc, add_norm, "_is_sm90_supported or _is_sm100_supported"),
+        ["no"]
+    );
+    assert_eq!(
+        admits(&doc, fusion, "not (get_platform().is_sm90"),
+        ["yes"],
+        "raises at sm_120"
+    );
+
+    let out = apply(site.path(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("applied as transaction 1: 3 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+
+    let doc = audit(site.path());
+    let opened = admits(&doc, add_norm, "_is_sm90_supported or _is_sm100_supported");
+    assert!(opened.iter().all(|a| a != "no"), "{opened:?}");
+    assert_eq!(
+        admits(&doc, fusion, "is_sm100 or get_platform().is_sm120"),
+        ["no"],
+        "no longer raises"
+    );
+    // SM12x must never be routed to mnnvl (JIT list [9, 10]) or cutedsl.
+    let mnnvl: Vec<&Value> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == fusion && g["function"] == "_mnnvl_supported")
+        .collect();
+    assert!(!mnnvl.is_empty());
+    assert!(
+        mnnvl.iter().all(|g| g["admits"]["sm_120"] == "no"),
+        "{mnnvl:?}"
+    );
+
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site.path()), before);
+}
