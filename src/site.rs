@@ -301,6 +301,20 @@ mod tests {
     }
 
     #[test]
+    fn site_paths_stay_inside_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(outside.path().join("b.py"), "y = 1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("b.py"), root.path().join("b.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("pkg")).unwrap();
+        assert!(site_path(root.path(), "a.py").is_ok());
+        for bad in ["../a.py", "/etc/passwd", "b.py", "pkg/b.py", "missing.py"] {
+            assert!(site_path(root.path(), bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn safe_relative_rejects_escapes() {
         assert_eq!(safe_relative(Path::new("a/./b.py")), Some("a/b.py".into()));
         assert_eq!(safe_relative(Path::new("../x.py")), None);

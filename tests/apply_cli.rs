@@ -454,3 +454,22 @@ fn revert_all_and_named_transactions() {
     let out = command("revert", &root, &["--all"]);
     assert!(stdout(&out).contains("nothing to revert"));
 }
+
+#[test]
+fn python_names_the_site_through_its_purelib() {
+    let (guard, root) = venv_copy("fusion");
+    let fake = guard.path().join("python3");
+    let site = root.join(FUSION_SITE);
+    // Stands in for an interpreter: answers the purelib question, whatever it is asked.
+    std::fs::write(&fake, format!("#!/bin/sh\necho '{}'\n", site.display())).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run([
+        "apply",
+        "sm_120",
+        "--python",
+        fake.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("sglang-ar-fusion-communicator (sglang 0.5.5): ready"));
+}
