@@ -16,3 +16,4 @@ pub mod report;
 pub mod rules;
 pub mod scan;
 pub mod site;
+pub mod verdict;

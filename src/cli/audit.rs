@@ -60,6 +60,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         targets: &args.targets.targets,
         cuda: cuda.as_ref(),
         result: &result,
+        verdicts: None,
     };
     let text = match args.format {
         Format::Json => json::render(&report),

@@ -9,6 +9,7 @@ use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, evaluate};
 use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
+use crate::verdict::Verdicts;
 
 /// Everything a printer needs about one audit.
 pub struct AuditReport<'a> {
@@ -16,6 +17,8 @@ pub struct AuditReport<'a> {
     pub targets: &'a [Arch],
     pub cuda: Option<&'a CudaVersion>,
     pub result: &'a ScanResult,
+    /// Per gate, per target; `None` when verdicts were not computed.
+    pub verdicts: Option<&'a Verdicts>,
 }
 
 impl AuditReport<'_> {

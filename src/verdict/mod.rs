@@ -1,0 +1,6 @@
+//! Verdicts: each gate linked to the kernel behind it (declared `[[link]]` rules, or followed in
+//! the code), and judged per target as open, opportunity, wall, trap or unverified.
+
+pub mod model;
+
+pub use model::{Verdict, VerdictKind, Verdicts};

@@ -1,0 +1,71 @@
+//! What a verdict is: for one gate at one target, whether the gate admits the target combined
+//! with whether a kernel for the target exists underneath the gated path.
+
+use serde::Serialize;
+
+/// The five verdicts, worst first in the order a reader should look at them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictKind {
+    /// Admits the target, and no kernel for it exists: a latent crash today.
+    Trap,
+    /// Blocks the target, and a kernel for it exists: safe to open (patchable).
+    Opportunity,
+    /// Blocks the target, and no kernel for it exists: keep it closed.
+    Wall,
+    /// No kernel link was found, or the admission or the coverage is unknown.
+    Unverified,
+    /// Admits the target, and a kernel for it exists.
+    Open,
+}
+
+impl VerdictKind {
+    pub const ALL: [VerdictKind; 5] = [
+        VerdictKind::Trap,
+        VerdictKind::Opportunity,
+        VerdictKind::Wall,
+        VerdictKind::Unverified,
+        VerdictKind::Open,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictKind::Trap => "trap",
+            VerdictKind::Opportunity => "opportunity",
+            VerdictKind::Wall => "wall",
+            VerdictKind::Unverified => "unverified",
+            VerdictKind::Open => "open",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<VerdictKind> {
+        VerdictKind::ALL.into_iter().find(|k| k.name() == text)
+    }
+
+    /// One line a person reads first.
+    pub fn short(self) -> &'static str {
+        match self {
+            VerdictKind::Trap => {
+                "the gate admits the target but no kernel for it exists underneath"
+            }
+            VerdictKind::Opportunity => {
+                "the gate blocks the target although a kernel for it exists"
+            }
+            VerdictKind::Wall => "the gate blocks the target and no kernel for it exists",
+            VerdictKind::Unverified => "no kernel could be linked to the gated path",
+            VerdictKind::Open => "the gate admits the target and a kernel for it exists",
+        }
+    }
+}
+
+/// One gate's verdict at one target, with the chain of evidence behind it: the admission,
+/// how the gated path was linked to a kernel, and what coverage was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub evidence: Vec<String>,
+}
+
+/// Verdicts for every gate of a scan (same order as `ScanResult::gates`), one per target (same
+/// order as the report's targets).
+pub type Verdicts = Vec<Vec<Verdict>>;
