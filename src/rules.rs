@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::gate::ir::Expr;
 use crate::gate::lower::lower_expression;
+use crate::kernel::query::Requirement;
 
 /// The rule files shipped in the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -40,6 +41,78 @@ struct RuleFile {
     method: Vec<MethodRule>,
     #[serde(default)]
     probe_table: Vec<ProbeTable>,
+    #[serde(default)]
+    link: Vec<LinkToml>,
+    #[serde(default)]
+    backend: Vec<BackendToml>,
+}
+
+/// `needs = { jit = ... }` and friends, as in patch files' `kernel`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NeedsToml {
+    jit: Option<String>,
+    library: Option<String>,
+    dist: Option<String>,
+    cubin_table: Option<String>,
+}
+
+impl NeedsToml {
+    fn requirement(self) -> std::result::Result<Requirement, String> {
+        Requirement::from_parts(self.jit, self.library, self.dist, self.cubin_table)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkToml {
+    #[serde(default)]
+    dist: Option<String>,
+    #[serde(default)]
+    file: Option<String>,
+    #[serde(default)]
+    function: Option<String>,
+    #[serde(default)]
+    gate_contains: Option<String>,
+    needs: NeedsToml,
+    #[serde(default)]
+    why: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendToml {
+    name: String,
+    #[serde(default)]
+    dist: Option<String>,
+    needs: NeedsToml,
+    #[serde(default)]
+    why: Option<String>,
+}
+
+/// `[[link]]`: the gates it matches (every given field must match) need this kernel.
+#[derive(Debug, Clone)]
+pub struct LinkRule {
+    pub dist: Option<String>,
+    /// A glob over the site-relative path (`*`, `**`, `?`).
+    pub file: Option<String>,
+    /// The enclosing function's qualified name, or its last component.
+    pub function: Option<String>,
+    pub gate_contains: Option<String>,
+    pub needs: Requirement,
+    pub why: Option<String>,
+    pub source: PathBuf,
+}
+
+/// `[[backend]]`: a backend name a gated branch can choose (`return "mnnvl"`), and the kernel
+/// that backend runs.
+#[derive(Debug, Clone)]
+pub struct BackendRule {
+    pub name: String,
+    pub dist: Option<String>,
+    pub needs: Requirement,
+    pub why: Option<String>,
+    pub source: PathBuf,
 }
 
 /// What a name is, or what calling it returns.
@@ -129,6 +202,8 @@ pub struct Rules {
     pub helpers: HashMap<String, Expr>,
     pub methods: HashMap<(String, String), Method>,
     pub probe_tables: HashMap<String, ProbeTable>,
+    pub links: Vec<LinkRule>,
+    pub backends: Vec<BackendRule>,
     pub files: Vec<PathBuf>,
 }
 
@@ -218,6 +293,37 @@ impl Rules {
         }
         for table in file.probe_table {
             self.probe_tables.insert(table.object.clone(), table);
+        }
+        let needs_error = |what: &str, message: String| Error::Input {
+            message: format!("{}: {what}: {message}", path.display()),
+        };
+        for link in file.link {
+            let needs = link
+                .needs
+                .requirement()
+                .map_err(|m| needs_error("[[link]] needs", m))?;
+            self.links.push(LinkRule {
+                dist: link.dist,
+                file: link.file,
+                function: link.function,
+                gate_contains: link.gate_contains,
+                needs,
+                why: link.why,
+                source: path.to_path_buf(),
+            });
+        }
+        for backend in file.backend {
+            let needs = backend
+                .needs
+                .requirement()
+                .map_err(|m| needs_error(&format!("[[backend]] `{}` needs", backend.name), m))?;
+            self.backends.push(BackendRule {
+                name: backend.name,
+                dist: backend.dist,
+                needs,
+                why: backend.why,
+                source: path.to_path_buf(),
+            });
         }
         self.files.push(path.to_path_buf());
         Ok(())

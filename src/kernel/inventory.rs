@@ -47,6 +47,25 @@ pub fn inventory_path(root: &Path) -> Vec<FileInventory> {
     out
 }
 
+/// Like `inventory_path`, but only files whose path relative to `root` passes `keep`: a
+/// caller that needs a few libraries does not read every binary of a site.
+pub fn inventory_matching(root: &Path, keep: &dyn Fn(&str) -> bool) -> Vec<FileInventory> {
+    let (paths, _) = candidates(root);
+    let wanted: Vec<PathBuf> = paths
+        .into_iter()
+        .filter(|p| {
+            p.strip_prefix(root)
+                .is_ok_and(|r| keep(&r.to_string_lossy()))
+        })
+        .collect();
+    let mut out: Vec<FileInventory> = wanted
+        .par_iter()
+        .filter_map(|p| inventory_file(p))
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
 fn candidates(root: &Path) -> (Vec<PathBuf>, Vec<FileInventory>) {
     let mut paths = Vec::new();
     let mut errors = Vec::new();

@@ -22,7 +22,7 @@ pub mod query;
 
 pub use error::{FileError, ParseError};
 pub use fatbin::{MAGIC as FATBIN_MAGIC, MAX_CONTAINERS, MAX_ENTRIES};
-pub use inventory::{inventory_file, inventory_path, is_candidate_name};
+pub use inventory::{inventory_file, inventory_matching, inventory_path, is_candidate_name};
 pub use load::{
     ContainerCoverage, Coverage, CoverageCounts, FileCoverage, Load, container_coverage, coverage,
     coverage_by_folder, entry_load, image_load,

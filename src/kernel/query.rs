@@ -24,6 +24,47 @@ pub enum Requirement {
     CubinTable(String),
 }
 
+impl Requirement {
+    /// From the fields of a TOML `kernel`/`needs` table: exactly one of `jit`
+    /// (`module:function`), `library` (a glob, with an optional `dist`) or `cubin_table`
+    /// (`module:NAME`).
+    pub fn from_parts(
+        jit: Option<String>,
+        library: Option<String>,
+        dist: Option<String>,
+        cubin_table: Option<String>,
+    ) -> Result<Requirement, String> {
+        let module_item = |text: &str| {
+            text.split_once(':')
+                .is_some_and(|(m, f)| !m.is_empty() && !f.is_empty())
+        };
+        match (jit, library, cubin_table) {
+            (Some(jit), None, None) if module_item(&jit) && dist.is_none() => {
+                Ok(Requirement::Jit(jit))
+            }
+            (None, Some(glob), None) => Ok(Requirement::Library { dist, glob }),
+            (None, None, Some(table)) if module_item(&table) && dist.is_none() => {
+                Ok(Requirement::CubinTable(table))
+            }
+            _ => Err("a kernel is exactly one of { jit = \"module:function\" }, \
+                 { library = \"glob\", dist = \"...\" } or { cubin_table = \"module:NAME\" }"
+                .into()),
+        }
+    }
+
+    /// How a person would name it.
+    pub fn words(&self) -> String {
+        match self {
+            Requirement::Jit(id) => format!("JIT generator {id}"),
+            Requirement::Library { dist, glob } => match dist {
+                Some(dist) => format!("native library {glob} of {dist}"),
+                None => format!("native library {glob}"),
+            },
+            Requirement::CubinTable(id) => format!("cubin table {id}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "answer", rename_all = "kebab-case")]
 pub enum Answer {
@@ -42,6 +83,21 @@ impl KernelIndex {
     /// Inventories the site's binaries (paths made relative to the root) and its JIT sources.
     pub fn build(site: &Site, scan: &ScanResult) -> KernelIndex {
         let mut libraries = super::inventory_path(&site.root);
+        for library in &mut libraries {
+            if let Ok(relative) = library.path.strip_prefix(&site.root) {
+                library.path = relative.to_path_buf();
+            }
+        }
+        KernelIndex {
+            libraries,
+            jit: JitIndex::build(site, scan),
+        }
+    }
+
+    /// The JIT sources, and only the libraries that match one of `globs`.
+    pub fn build_for_globs(site: &Site, scan: &ScanResult, globs: &[String]) -> KernelIndex {
+        let keep = |relative: &str| globs.iter().any(|g| glob_match(g, relative));
+        let mut libraries = super::inventory_matching(&site.root, &keep);
         for library in &mut libraries {
             if let Ok(relative) = library.path.strip_prefix(&site.root) {
                 library.path = relative.to_path_buf();

@@ -426,28 +426,8 @@ fn validate_requirement(
 ) -> Result<Requirement> {
     let span = require.kernel.span();
     let kernel = require.kernel.into_inner();
-    let module_item = |text: &str| {
-        text.split_once(':')
-            .is_some_and(|(m, f)| !m.is_empty() && !f.is_empty())
-    };
-    match (kernel.jit, kernel.library, kernel.cubin_table) {
-        (Some(jit), None, None) if module_item(&jit) && kernel.dist.is_none() => {
-            Ok(Requirement::Jit(jit))
-        }
-        (None, Some(glob), None) => Ok(Requirement::Library {
-            dist: kernel.dist,
-            glob,
-        }),
-        (None, None, Some(table)) if module_item(&table) && kernel.dist.is_none() => {
-            Ok(Requirement::CubinTable(table))
-        }
-        _ => Err(at(
-            span,
-            "a kernel is exactly one of { jit = \"module:function\" }, \
-             { library = \"glob\", dist = \"...\" } or { cubin_table = \"module:NAME\" }"
-                .into(),
-        )),
-    }
+    Requirement::from_parts(kernel.jit, kernel.library, kernel.dist, kernel.cubin_table)
+        .map_err(|message| at(span, message))
 }
 
 impl Patch {

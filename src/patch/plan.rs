@@ -268,12 +268,5 @@ fn refusal_lines(hits: &[(String, Hit)], check: &KernelCheck, target: Arch) -> V
 }
 
 pub fn requirement_words(requirement: &Requirement) -> String {
-    match requirement {
-        Requirement::Jit(id) => format!("JIT generator {id}"),
-        Requirement::Library { dist, glob } => match dist {
-            Some(dist) => format!("native library {glob} of {dist}"),
-            None => format!("native library {glob}"),
-        },
-        Requirement::CubinTable(id) => format!("cubin table {id}"),
-    }
+    requirement.words()
 }

@@ -1,6 +1,10 @@
 //! Verdicts: each gate linked to the kernel behind it (declared `[[link]]` rules, or followed in
 //! the code), and judged per target as open, opportunity, wall, trap or unverified.
 
+pub mod code;
+pub mod judge;
+pub mod link;
 pub mod model;
 
+pub use judge::judge;
 pub use model::{Verdict, VerdictKind, Verdicts};

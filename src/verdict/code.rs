@@ -1,0 +1,406 @@
+//! Reading the code a gate guards, on demand: the gated branch of a gate, the bodies of the
+//! functions it calls, and enough of each module's imports to follow a call into the site.
+//! The audit's IR does not keep branch bodies (it is built for predicates), so this re-parses
+//! only the files a link search visits, once each.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tree_sitter::{Node, Tree};
+
+use crate::gate::index::module_name;
+use crate::gate::lower::parse;
+use crate::scan::Gate;
+use crate::site::site_path;
+
+/// What a piece of code can lead to: the functions it calls (as written, `a.b.c`) and the
+/// short string constants it returns or assigns (backend names such as `"mnnvl"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub calls: Vec<String>,
+    pub strings: Vec<String>,
+}
+
+/// Largest branch or body read for facts; bigger ones are not followed.
+const MAX_BODY_BYTES: usize = 32 * 1024;
+const MAX_FACTS: usize = 64;
+
+/// One parsed module: its tree, its imports and its definitions.
+pub struct Parsed {
+    pub module: String,
+    pub is_package: bool,
+    pub src: Vec<u8>,
+    pub tree: Tree,
+    /// Local name → (module, member): `from m import x as y` gives y → (m, Some(x)),
+    /// `import a.b as c` gives c → (a.b, None), `import a.b` gives a → (a, None).
+    pub imports: HashMap<String, (String, Option<String>)>,
+    /// `name` or `Class.method` → byte range of the definition.
+    pub defs: HashMap<String, (usize, usize)>,
+}
+
+/// The site's modules, found and parsed on first use.
+pub struct Code {
+    root: PathBuf,
+    cache: Mutex<HashMap<String, Option<Arc<Parsed>>>>,
+}
+
+impl Code {
+    pub fn new(root: &Path) -> Code {
+        Code {
+            root: root.to_path_buf(),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `a.b` is `a/b.py` or `a/b/__init__.py`, never through a symlink that leaves the site.
+    fn file_of(&self, module: &str) -> Option<(PathBuf, bool)> {
+        let base = module.replace('.', "/");
+        [
+            (format!("{base}.py"), false),
+            (format!("{base}/__init__.py"), true),
+        ]
+        .into_iter()
+        .find_map(|(relative, is_package)| {
+            site_path(&self.root, &relative)
+                .ok()
+                .map(|path| (path, is_package))
+        })
+    }
+
+    pub fn has_module(&self, module: &str) -> bool {
+        if let Some(hit) = self.cache.lock().expect("cache").get(module) {
+            return hit.is_some();
+        }
+        self.file_of(module).is_some()
+    }
+
+    pub fn module(&self, module: &str) -> Option<Arc<Parsed>> {
+        if let Some(hit) = self.cache.lock().expect("cache").get(module) {
+            return hit.clone();
+        }
+        let parsed = self.file_of(module).and_then(|(path, is_package)| {
+            let src = std::fs::read(path).ok()?;
+            let tree = parse(&src)?;
+            Some(Arc::new(index_module(module, is_package, src, tree)))
+        });
+        self.cache
+            .lock()
+            .expect("cache")
+            .insert(module.to_string(), parsed.clone());
+        parsed
+    }
+
+    /// The module a site-relative file is.
+    pub fn module_of_file(file: &str) -> Option<String> {
+        module_name(Path::new(file)).map(|(name, _)| name)
+    }
+}
+
+fn index_module(module: &str, is_package: bool, src: Vec<u8>, tree: Tree) -> Parsed {
+    let mut imports = HashMap::new();
+    let mut defs = HashMap::new();
+    {
+        let root = tree.root_node();
+        let mut stack: Vec<(Node, String, usize)> = vec![(root, String::new(), 0)];
+        while let Some((node, prefix, depth)) = stack.pop() {
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                match child.kind() {
+                    "import_statement" | "import_from_statement" if prefix.is_empty() => {
+                        read_import(child, &src, module, is_package, &mut imports)
+                    }
+                    "function_definition" | "class_definition" => {
+                        let name = child
+                            .child_by_field_name("name")
+                            .map(|n| text(n, &src).to_string())
+                            .unwrap_or_default();
+                        let qualified = if prefix.is_empty() {
+                            name
+                        } else {
+                            format!("{prefix}.{name}")
+                        };
+                        defs.insert(qualified.clone(), (child.start_byte(), child.end_byte()));
+                        if child.kind() == "class_definition"
+                            && depth < 2
+                            && let Some(body) = child.child_by_field_name("body")
+                        {
+                            stack.push((body, qualified, depth + 1));
+                        }
+                    }
+                    // Top-level `try:`/`if:` blocks hold imports and definitions too.
+                    "decorated_definition"
+                    | "if_statement"
+                    | "try_statement"
+                    | "block"
+                    | "else_clause"
+                    | "except_clause"
+                        if depth < 3 =>
+                    {
+                        stack.push((child, prefix.clone(), depth + 1))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Parsed {
+        module: module.to_string(),
+        is_package,
+        src,
+        tree,
+        imports,
+        defs,
+    }
+}
+
+fn read_import(
+    node: Node,
+    src: &[u8],
+    module: &str,
+    is_package: bool,
+    imports: &mut HashMap<String, (String, Option<String>)>,
+) {
+    let mut cursor = node.walk();
+    if node.kind() == "import_statement" {
+        for name in node.children_by_field_name("name", &mut cursor) {
+            match name.kind() {
+                "aliased_import" => {
+                    let (Some(dotted), Some(alias)) = (
+                        name.child_by_field_name("name"),
+                        name.child_by_field_name("alias"),
+                    ) else {
+                        continue;
+                    };
+                    imports.insert(text(alias, src).into(), (text(dotted, src).into(), None));
+                }
+                _ => {
+                    let dotted = text(name, src);
+                    let head = dotted.split('.').next().unwrap_or(dotted);
+                    imports.insert(head.into(), (head.into(), None));
+                }
+            }
+        }
+        return;
+    }
+    let Some(from) = node.child_by_field_name("module_name") else {
+        return;
+    };
+    let from = absolute_module(text(from, src), module, is_package);
+    for name in node.children_by_field_name("name", &mut cursor) {
+        let (member, local) = match name.kind() {
+            "aliased_import" => match (
+                name.child_by_field_name("name"),
+                name.child_by_field_name("alias"),
+            ) {
+                (Some(n), Some(a)) => (text(n, src), text(a, src)),
+                _ => continue,
+            },
+            _ => (text(name, src), text(name, src)),
+        };
+        imports.insert(local.into(), (from.clone(), Some(member.into())));
+    }
+}
+
+/// `..x` inside `a.b.c` (a module, not a package) is `a.x`.
+fn absolute_module(from: &str, module: &str, is_package: bool) -> String {
+    let dots = from.chars().take_while(|&c| c == '.').count();
+    if dots == 0 {
+        return from.to_string();
+    }
+    let mut parts: Vec<&str> = module.split('.').collect();
+    let drop = if is_package { dots - 1 } else { dots };
+    parts.truncate(parts.len().saturating_sub(drop));
+    let rest = &from[dots..];
+    if !rest.is_empty() {
+        parts.push(rest);
+    }
+    parts.join(".")
+}
+
+fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+    std::str::from_utf8(&src[node.byte_range()]).unwrap_or("")
+}
+
+/// The code a gate guards: the body of the `if`/`elif`/`while` whose condition it is, or the
+/// value a conditional expression picks when it holds. Other gates (flags, returns) guard
+/// code elsewhere and give `None`.
+pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
+    let src = &parsed.src;
+    let start = byte_of(src, gate.line, gate.column)?;
+    let end = byte_of(src, gate.end_line, gate.end_column)?;
+    let mut node = parsed
+        .tree
+        .root_node()
+        .descendant_for_byte_range(start, end)?;
+    while let Some(parent) = node.parent() {
+        if parent.byte_range() != node.byte_range() {
+            break;
+        }
+        node = parent;
+    }
+    let parent = node.parent()?;
+    let branch = match parent.kind() {
+        "if_statement" | "elif_clause" | "while_statement"
+            if parent.child_by_field_name("condition").map(|c| c.id()) == Some(node.id()) =>
+        {
+            parent
+                .child_by_field_name("consequence")
+                .or_else(|| parent.child_by_field_name("body"))?
+        }
+        "conditional_expression" if parent.named_child(1).map(|c| c.id()) == Some(node.id()) => {
+            parent.named_child(0)?
+        }
+        _ => return None,
+    };
+    Some(facts(branch, src))
+}
+
+/// The facts of a definition's body.
+pub fn body_facts(parsed: &Parsed, qualified: &str) -> Option<Facts> {
+    let &(start, end) = parsed.defs.get(qualified)?;
+    let node = parsed
+        .tree
+        .root_node()
+        .descendant_for_byte_range(start, end)?;
+    let body = node.child_by_field_name("body")?;
+    Some(facts(body, &parsed.src))
+}
+
+fn facts(node: Node, src: &[u8]) -> Facts {
+    let mut out = Facts::default();
+    if node.byte_range().len() > MAX_BODY_BYTES {
+        return out;
+    }
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if out.calls.len() + out.strings.len() >= MAX_FACTS {
+            break;
+        }
+        match n.kind() {
+            "call" => {
+                if let Some(function) = n.child_by_field_name("function")
+                    && matches!(function.kind(), "identifier" | "attribute")
+                {
+                    let callee: String = text(function, src)
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .collect();
+                    if !out.calls.contains(&callee) {
+                        out.calls.push(callee);
+                    }
+                }
+            }
+            "string" if is_value_position(n) => {
+                if let Some(word) = plain_word(n, src)
+                    && !out.strings.contains(&word)
+                {
+                    out.strings.push(word);
+                }
+            }
+            "function_definition" | "class_definition" | "lambda" => continue,
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+/// A string that is a value (returned, assigned, passed, chosen), not a message or a key.
+fn is_value_position(node: Node) -> bool {
+    let Some(parent) = node.parent() else {
+        return false;
+    };
+    match parent.kind() {
+        "return_statement"
+        | "keyword_argument"
+        | "conditional_expression"
+        | "block"
+        | "expression_statement" => true,
+        "assignment" => parent.child_by_field_name("right").map(|r| r.id()) == Some(node.id()),
+        _ => false,
+    }
+}
+
+/// The content of a plain string literal that looks like a name (`"trtllm"`, `"flashinfer_cutlass"`).
+fn plain_word(node: Node, src: &[u8]) -> Option<String> {
+    let raw = text(node, src);
+    let inner = raw
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_matches(|c| c == '"' || c == '\'');
+    let word = !inner.is_empty()
+        && inner.len() <= 48
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    word.then(|| inner.to_string())
+}
+
+/// Byte offset of a 1-based line and character column.
+fn byte_of(src: &[u8], line: u32, column: u32) -> Option<usize> {
+    let mut start = 0;
+    for _ in 1..line {
+        start += memchr::memchr(b'\n', &src[start..])? + 1;
+    }
+    let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
+    let line_text = String::from_utf8_lossy(&src[start..line_end]);
+    let offset: usize = line_text
+        .chars()
+        .take(column.saturating_sub(1) as usize)
+        .map(char::len_utf8)
+        .sum();
+    Some(start + offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_imports_resolve_against_the_module() {
+        assert_eq!(
+            absolute_module(".core", "flashinfer.jit.comm", false),
+            "flashinfer.jit.core"
+        );
+        assert_eq!(
+            absolute_module(".core", "flashinfer.jit", true),
+            "flashinfer.jit.core"
+        );
+        assert_eq!(absolute_module("..utils", "a.b.c", false), "a.utils");
+        assert_eq!(absolute_module("os.path", "a.b", false), "os.path");
+    }
+
+    #[test]
+    fn facts_of_a_branch() {
+        let src = b"def f(x):\n    if x:\n        y = flashinfer.comm.run(1)\n        return \"mnnvl\"\n    return \"trtllm\"\n".to_vec();
+        let tree = parse(&src).unwrap();
+        let parsed = index_module("m", false, src, tree);
+        let gate = Gate {
+            id: String::new(),
+            dist: None,
+            dist_version: None,
+            file: "m.py".into(),
+            line: 2,
+            column: 8,
+            end_line: 2,
+            end_column: 9,
+            function: Some("f".into()),
+            form: crate::gate::predicate::Form::HelperCall,
+            text: "x".into(),
+            predicate: crate::gate::predicate::Pred::Const(true),
+        };
+        let facts = gated_branch(&parsed, &gate).unwrap();
+        assert_eq!(facts.calls, ["flashinfer.comm.run"]);
+        assert_eq!(
+            facts.strings,
+            ["mnnvl"],
+            "the else path is not the gated branch"
+        );
+        assert_eq!(
+            body_facts(&parsed, "f").unwrap().strings,
+            ["mnnvl", "trtllm"]
+        );
+    }
+}

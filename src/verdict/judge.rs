@@ -1,0 +1,150 @@
+//! Judging: a gate's admission at a target, crossed with the coverage of the kernels its path
+//! needs, gives the verdict; the evidence says each step.
+
+use std::collections::HashSet;
+
+use rayon::prelude::*;
+
+use super::code::Code;
+use super::link::{LinkOutcome, Linker};
+use super::model::{Verdict, VerdictKind, Verdicts};
+use crate::arch::Arch;
+use crate::gate::predicate::{Admits, CudaVersion, evaluate};
+use crate::kernel::query::{Answer, KernelIndex, Requirement};
+use crate::rules::Rules;
+use crate::scan::{Gate, ScanResult};
+use crate::site::Site;
+
+/// Verdicts for every gate of a scan, at every target.
+pub fn judge(
+    site: &Site,
+    scan: &ScanResult,
+    rules: &Rules,
+    targets: &[Arch],
+    cuda: Option<&CudaVersion>,
+) -> Verdicts {
+    let code = Code::new(&site.root);
+    let packages = top_level_folders(site);
+    let jit_only = KernelIndex::build_jit_only(site, scan);
+    let linker = Linker {
+        rules,
+        code: &code,
+        jit: &jit_only.jit,
+        packages,
+    };
+    let links: Vec<LinkOutcome> = scan.gates.par_iter().map(|g| linker.link(g)).collect();
+    let globs = library_globs(&links);
+    let index = if globs.is_empty() {
+        jit_only
+    } else {
+        KernelIndex::build_for_globs(site, scan, &globs)
+    };
+    scan.gates
+        .par_iter()
+        .zip(&links)
+        .map(|(gate, link)| {
+            targets
+                .iter()
+                .map(|&target| verdict(gate, link, target, cuda, &index, site))
+                .collect()
+        })
+        .collect()
+}
+
+fn top_level_folders(site: &Site) -> HashSet<String> {
+    std::fs::read_dir(&site.root)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn library_globs(links: &[LinkOutcome]) -> Vec<String> {
+    let mut globs: Vec<String> = links
+        .iter()
+        .filter_map(|l| match l {
+            LinkOutcome::Linked(links) => Some(links),
+            LinkOutcome::NotLinked(_) => None,
+        })
+        .flatten()
+        .filter_map(|l| match &l.needs {
+            Requirement::Library { glob, .. } => Some(glob.clone()),
+            _ => None,
+        })
+        .collect();
+    globs.sort();
+    globs.dedup();
+    globs
+}
+
+/// What the kernels of a path add up to at a target: all present, one missing, or unknown.
+enum Kernel {
+    Present,
+    Missing,
+    Unknown,
+}
+
+fn verdict(
+    gate: &Gate,
+    link: &LinkOutcome,
+    target: Arch,
+    cuda: Option<&CudaVersion>,
+    index: &KernelIndex,
+    site: &Site,
+) -> Verdict {
+    let admits = evaluate(&gate.predicate, target.plain(), cuda);
+    let mut evidence = vec![format!(
+        "admits {target}: {} ({})",
+        admits.word(),
+        gate.predicate
+    )];
+    let links = match link {
+        LinkOutcome::NotLinked(why) => {
+            evidence.push(format!("no kernel link: {why}"));
+            return Verdict {
+                kind: VerdictKind::Unverified,
+                evidence,
+            };
+        }
+        LinkOutcome::Linked(links) => links,
+    };
+    let mut kernel = Kernel::Present;
+    for link in links {
+        evidence.extend(link.chain.iter().cloned());
+        let answer = index.coverage(&link.needs, target, site);
+        let words = link.needs.words();
+        match answer {
+            Answer::Covered { how, evidence: e } => {
+                evidence.push(format!("needs {words}: present at {target} ({how})"));
+                evidence.extend(e);
+            }
+            Answer::NotCovered { evidence: e } => {
+                evidence.push(format!("needs {words}: MISSING at {target}"));
+                evidence.extend(e);
+                kernel = Kernel::Missing;
+            }
+            Answer::Unknown { why } => {
+                evidence.push(format!("needs {words}: unknown ({why})"));
+                if !matches!(kernel, Kernel::Missing) {
+                    kernel = Kernel::Unknown;
+                }
+            }
+        }
+    }
+    let kind = match (&admits, kernel) {
+        (Admits::Unknown(why), _) => {
+            evidence.push(format!("admission unknown: {}", why.join("; ")));
+            VerdictKind::Unverified
+        }
+        (_, Kernel::Unknown) => VerdictKind::Unverified,
+        (Admits::Yes, Kernel::Present) => VerdictKind::Open,
+        (Admits::No, Kernel::Present) => VerdictKind::Opportunity,
+        (Admits::No, Kernel::Missing) => VerdictKind::Wall,
+        (Admits::Yes, Kernel::Missing) => VerdictKind::Trap,
+    };
+    Verdict { kind, evidence }
+}
