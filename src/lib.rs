@@ -12,6 +12,7 @@ pub mod gate;
 pub mod kernel;
 pub mod ledger;
 pub mod patch;
+pub mod policy;
 pub mod report;
 pub mod rules;
 pub mod scan;

@@ -1,9 +1,11 @@
 //! Printers. Machine formats go to stdout; nothing else in the crate prints results.
 
+pub mod github;
 pub mod human;
 pub mod json;
 pub mod kernels;
 pub mod patches;
+pub mod sarif;
 
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, evaluate};

@@ -1,0 +1,555 @@
+//! `--format github`: GitHub Actions workflow commands (`::error file=…::message`), one per gate
+//! and target whose verdict is not `open`, and the Markdown step summary with every finding.
+//!
+//! GitHub shows at most ten annotations of each level per step, so the first ten of each level
+//! are printed and the rest are counted on a plain line pointing at the step summary.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use super::AuditReport;
+use super::sarif::{self, Anchor};
+use crate::gate::predicate::collapse_whitespace;
+use crate::scan::Gate;
+use crate::verdict::{Verdict, VerdictKind};
+
+/// How many annotations of one level GitHub shows for a step.
+pub const ANNOTATIONS_PER_LEVEL: usize = 10;
+
+/// The annotation levels, in the order their overflow lines are printed.
+const LEVELS: [&str; 3] = ["error", "warning", "notice"];
+
+/// GitHub's step summary limit is 1 MiB; rows stop a little before it.
+const SUMMARY_LIMIT_BYTES: usize = 1000 * 1000;
+
+/// How much of a gate's text a summary row shows.
+const SUMMARY_TEXT_CHARS: usize = 200;
+
+/// The workflow command of a verdict kind; `open` is not annotated.
+pub fn command(kind: VerdictKind) -> Option<&'static str> {
+    match kind {
+        VerdictKind::Trap => Some("error"),
+        VerdictKind::Opportunity => Some("warning"),
+        VerdictKind::Wall | VerdictKind::Unverified => Some("notice"),
+        VerdictKind::Open => None,
+    }
+}
+
+/// Escapes a command's message, as `escapeData` in `@actions/core` does.
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a command property value, as `escapeProperty` in `@actions/core` does.
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn annotation(
+    report: &AuditReport,
+    gate: &Gate,
+    target_index: usize,
+    verdict: &Verdict,
+    anchor: Option<&Anchor>,
+    level: &str,
+) -> String {
+    let region = sarif::region(gate, anchor);
+    let mut properties = vec![
+        ("file", region.path.clone()),
+        ("line", region.start_line.to_string()),
+        ("endLine", region.end_line.to_string()),
+    ];
+    // GitHub applies columns only to a region on one line.
+    if region.single_line() {
+        properties.push(("col", region.start_column.to_string()));
+        properties.push(("endColumn", region.end_column.to_string()));
+    }
+    properties.push((
+        "title",
+        format!(
+            "gatefix {} at {}: {}",
+            verdict.kind.name(),
+            report.targets[target_index],
+            sarif::dist_label(gate)
+        ),
+    ));
+    let properties: Vec<String> = properties
+        .into_iter()
+        .map(|(name, value)| format!("{name}={}", escape_property(&value)))
+        .collect();
+    let message = sarif::message_lines(report, gate, target_index, verdict).join("\n");
+    format!(
+        "::{level} {}::{}",
+        properties.join(","),
+        escape_data(&message)
+    )
+}
+
+/// The workflow commands of an audit, one per line, with a plain overflow line per level past
+/// [`ANNOTATIONS_PER_LEVEL`]. Empty without verdicts.
+pub fn render(report: &AuditReport, anchor: Option<&Anchor>) -> String {
+    let mut out = String::new();
+    let mut shown = [0usize; LEVELS.len()];
+    let mut hidden = [0usize; LEVELS.len()];
+    for (gate, target_index, verdict) in findings(report) {
+        let Some(level) = command(verdict.kind) else {
+            continue;
+        };
+        let slot = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+        if shown[slot] < ANNOTATIONS_PER_LEVEL {
+            shown[slot] += 1;
+            out.push_str(&annotation(
+                report,
+                gate,
+                target_index,
+                verdict,
+                anchor,
+                level,
+            ));
+            out.push('\n');
+        } else {
+            hidden[slot] += 1;
+        }
+    }
+    for (level, count) in LEVELS.iter().zip(hidden) {
+        if count > 0 {
+            let _ = writeln!(
+                out,
+                "gatefix: {count} more {level} annotation(s) not shown; see the step summary"
+            );
+        }
+    }
+    out
+}
+
+/// Every non-open verdict with its gate and target index, in report order.
+fn findings<'a>(report: &'a AuditReport) -> Vec<(&'a Gate, usize, &'a Verdict)> {
+    let Some(verdicts) = report.verdicts else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (gate, per_target) in report.result.gates.iter().zip(verdicts) {
+        for (target_index, verdict) in per_target.iter().enumerate().take(report.targets.len()) {
+            if verdict.kind != VerdictKind::Open {
+                out.push((gate, target_index, verdict));
+            }
+        }
+    }
+    out
+}
+
+/// Markdown text for a table cell: one line, every ASCII punctuation character that Markdown
+/// or a table could read as syntax backslash-escaped.
+fn md_text(text: &str) -> String {
+    let mut out = String::new();
+    for c in collapse_whitespace(text).chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '&' | '!'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A code span for a table cell: one line, `|` escaped (GitHub tables split on it even inside
+/// code), delimited by more backticks than the text contains in a row.
+fn md_code(text: &str) -> String {
+    let text = collapse_whitespace(text).replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if text.starts_with('`') || text.ends_with('`') {
+        format!("{fence} {text} {fence}")
+    } else {
+        format!("{fence}{text}{fence}")
+    }
+}
+
+fn shorten(text: &str, limit: usize) -> String {
+    let text = collapse_whitespace(text);
+    if text.chars().count() <= limit {
+        return text;
+    }
+    let mut short: String = text.chars().take(limit.saturating_sub(1)).collect();
+    short.push('…');
+    short
+}
+
+/// The step summary: counts of every verdict per target, then one table row per finding.
+pub fn step_summary(report: &AuditReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## gatefix audit\n");
+    let targets: Vec<String> = report.targets.iter().map(|t| t.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "Site {} · {} gate(s) · targets: {}\n",
+        md_code(&report.site.root.display().to_string()),
+        report.result.gates.len(),
+        if targets.is_empty() {
+            "none".to_string()
+        } else {
+            targets.join(", ")
+        }
+    );
+    let Some(verdicts) = report.verdicts else {
+        let _ = writeln!(out, "Verdicts were not computed for this audit.");
+        return out;
+    };
+
+    let _ = writeln!(out, "### Verdicts per target\n");
+    let mut header = String::from("| target |");
+    let mut rule = String::from("| --- |");
+    for kind in VerdictKind::ALL {
+        let _ = write!(header, " {} |", kind.name());
+        rule.push_str(" ---: |");
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+    for (target_index, target) in targets.iter().enumerate() {
+        let mut counts = [0usize; VerdictKind::ALL.len()];
+        for per_target in verdicts.iter().take(report.result.gates.len()) {
+            if let Some(verdict) = per_target.get(target_index) {
+                let slot = VerdictKind::ALL
+                    .iter()
+                    .position(|k| *k == verdict.kind)
+                    .unwrap_or(0);
+                counts[slot] += 1;
+            }
+        }
+        let cells: Vec<String> = counts.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(out, "| {target} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+
+    let findings = findings(report);
+    let _ = writeln!(out, "### Findings\n");
+    if findings.is_empty() {
+        let _ = writeln!(out, "None: every gate is open at every target.");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "| verdict | target | dist version | file:line | gate | evidence |\n\
+         | --- | --- | --- | --- | --- | --- |"
+    );
+    for (row, (gate, target_index, verdict)) in findings.iter().enumerate() {
+        let line = format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            verdict.kind.name(),
+            report.targets[*target_index],
+            md_text(&sarif::dist_label(gate)),
+            md_code(&format!("{}:{}", gate.file, gate.line)),
+            md_code(&shorten(&gate.text, SUMMARY_TEXT_CHARS)),
+            md_text(&verdict.evidence.join("; ")),
+        );
+        if out.len() + line.len() > SUMMARY_LIMIT_BYTES {
+            let _ = writeln!(
+                out,
+                "\n{} more finding(s) not shown: GitHub limits a step summary to 1 MiB.",
+                findings.len() - row
+            );
+            return out;
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+/// Appends the step summary to the file `$GITHUB_STEP_SUMMARY` names; does nothing when the
+/// variable is unset or empty (outside GitHub Actions).
+pub fn append_step_summary(report: &AuditReport) -> std::io::Result<()> {
+    match std::env::var_os("GITHUB_STEP_SUMMARY") {
+        Some(path) if !path.is_empty() => append_step_summary_to(report, Path::new(&path)),
+        _ => Ok(()),
+    }
+}
+
+/// Appends the step summary to `path`, after a blank line when the file already has content.
+pub fn append_step_summary_to(report: &AuditReport, path: &Path) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let mut text = step_summary(report);
+    if file.metadata()?.len() > 0 {
+        text.insert(0, '\n');
+    }
+    file.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sarif::fixture::{Fixture, SM100, SM120, gate};
+    use VerdictKind::{Open, Opportunity, Trap, Unverified, Wall};
+
+    fn lines(text: &str) -> Vec<&str> {
+        text.lines().collect()
+    }
+
+    /// The value of one property of a workflow command line.
+    fn property<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+        let head = line.split("::").nth(1)?;
+        let (_, properties) = head.split_once(' ')?;
+        properties
+            .split(',')
+            .find_map(|p| p.strip_prefix(&format!("{name}=")))
+    }
+
+    #[test]
+    fn escaping_matches_the_actions_toolkit() {
+        assert_eq!(escape_data("50% a:b,c\r\nd"), "50%25 a:b,c%0D%0Ad");
+        assert_eq!(escape_property("50% a:b,c\r\nd"), "50%25 a%3Ab%2Cc%0D%0Ad");
+        // `%` first, so an escape is never escaped twice or produced from the text.
+        assert_eq!(escape_property("%3A"), "%253A");
+    }
+
+    #[test]
+    fn verdicts_map_to_levels_and_open_is_silent() {
+        let mut f = Fixture::new(&[SM120, SM100]);
+        f.add(gate("sglang", "sglang/a.py", 1, "a"), &[Trap, Opportunity]);
+        f.add(gate("sglang", "sglang/b.py", 2, "b"), &[Wall, Unverified]);
+        f.add(gate("sglang", "sglang/c.py", 3, "c"), &[Open, Open]);
+        let out = render(&f.report(), None);
+        let levels: Vec<&str> = lines(&out)
+            .iter()
+            .map(|l| l.split([' ', ':']).find(|w| !w.is_empty()).unwrap())
+            .collect();
+        assert_eq!(levels, ["error", "warning", "notice", "notice"]);
+        assert!(lines(&out).iter().all(|l| l.starts_with("::")));
+        assert!(!out.contains("sglang/c.py"));
+        let mut report = f.report();
+        report.verdicts = None;
+        assert_eq!(render(&report, None), "");
+    }
+
+    #[test]
+    fn properties_and_message_are_escaped_and_each_command_is_one_line() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(
+            gate(
+                "sglang",
+                "sglang/a,b:c.py",
+                7,
+                "x % 2 == 0 and\n  major >= 10",
+            ),
+            &[Trap],
+        );
+        let out = render(&f.report(), None);
+        assert_eq!(lines(&out).len(), 1, "{out}");
+        let line = lines(&out)[0];
+        assert!(line.starts_with("::error file=sglang/a%2Cb%3Ac.py,line=7,endLine=8,title="));
+        assert_eq!(property(line, "file"), Some("sglang/a%2Cb%3Ac.py"));
+        assert_eq!(
+            property(line, "title"),
+            Some("gatefix trap at sm_120%3A sglang 0.5.0")
+        );
+        let message = line.splitn(3, "::").nth(2).unwrap();
+        assert!(message.starts_with("sm_120: trap — "), "{message}");
+        assert!(message.contains("`x %25 2 == 0 and …`"), "{message}");
+        // The three sentences are separate lines of the annotation.
+        assert_eq!(message.matches("%0A").count(), 2, "{message}");
+        assert!(message.contains("%0AEvidence: trap evidence; second"));
+        assert!(!message.contains('\n') && !message.contains('\r'));
+    }
+
+    #[test]
+    fn columns_only_on_single_line_regions() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(gate("sglang", "sglang/one.py", 3, "is_sm90()"), &[Trap]);
+        f.add(
+            gate("sglang", "sglang/two.py", 10, "if a and\n    b:"),
+            &[Trap],
+        );
+        let out = render(&f.report(), None);
+        let (one, two) = (lines(&out)[0], lines(&out)[1]);
+        assert_eq!(property(one, "line"), Some("3"));
+        assert_eq!(property(one, "endLine"), Some("3"));
+        assert_eq!(property(one, "col"), Some("5"));
+        assert_eq!(property(one, "endColumn"), Some("14"));
+        assert_eq!(property(two, "line"), Some("10"));
+        assert_eq!(property(two, "endLine"), Some("11"));
+        assert_eq!(property(two, "col"), None);
+        assert_eq!(property(two, "endColumn"), None);
+    }
+
+    #[test]
+    fn anchor_points_at_the_distribution_line() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(
+            gate("sglang", "sglang/two.py", 10, "if a and\n    b:"),
+            &[Wall],
+        );
+        let anchor = Anchor {
+            path: "ci/requirements.txt".into(),
+            text: "torch==2.8\nSGLang[all]==0.5.0\n".into(),
+        };
+        let out = render(&f.report(), Some(&anchor));
+        let line = lines(&out)[0];
+        assert!(line.starts_with("::notice "));
+        assert_eq!(property(line, "file"), Some("ci/requirements.txt"));
+        assert_eq!(property(line, "line"), Some("2"));
+        assert_eq!(property(line, "endLine"), Some("2"));
+        assert_eq!(property(line, "col"), Some("1"));
+        assert_eq!(property(line, "endColumn"), Some("19"));
+        assert!(line.contains("at sglang/two.py:10:5 (site "), "{line}");
+    }
+
+    #[test]
+    fn at_most_ten_annotations_per_level_then_a_plain_count() {
+        let mut f = Fixture::new(&[SM120]);
+        for i in 0..12 {
+            f.add(gate("sglang", &format!("sglang/t{i}.py"), 1, "t"), &[Trap]);
+        }
+        for i in 0..11 {
+            f.add(
+                gate("sglang", &format!("sglang/o{i}.py"), 1, "o"),
+                &[Opportunity],
+            );
+        }
+        for i in 0..3 {
+            f.add(gate("sglang", &format!("sglang/w{i}.py"), 1, "w"), &[Wall]);
+        }
+        let out = render(&f.report(), None);
+        let count = |prefix: &str| lines(&out).iter().filter(|l| l.starts_with(prefix)).count();
+        assert_eq!(count("::error "), 10);
+        assert_eq!(count("::warning "), 10);
+        assert_eq!(count("::notice "), 3);
+        // The first ten of each level are the ones shown.
+        assert!(out.contains("file=sglang/t9.py,") && !out.contains("file=sglang/t10.py,"));
+        let plain: Vec<&str> = lines(&out)
+            .into_iter()
+            .filter(|l| !l.starts_with("::"))
+            .collect();
+        assert_eq!(
+            plain,
+            [
+                "gatefix: 2 more error annotation(s) not shown; see the step summary",
+                "gatefix: 1 more warning annotation(s) not shown; see the step summary",
+            ]
+        );
+    }
+
+    /// The cells of a Markdown table row, split on unescaped `|`.
+    fn cells(row: &str) -> Vec<String> {
+        let mut cells = vec![String::new()];
+        let mut escaped = false;
+        for c in row.chars() {
+            if c == '|' && !escaped {
+                cells.push(String::new());
+            } else {
+                cells.last_mut().unwrap().push(c);
+            }
+            escaped = c == '\\' && !escaped;
+        }
+        // Drop what is outside the outer pipes.
+        cells.remove(0);
+        cells.pop();
+        cells.into_iter().map(|c| c.trim().to_string()).collect()
+    }
+
+    #[test]
+    fn step_summary_counts_every_verdict_and_lists_every_finding() {
+        let mut f = Fixture::new(&[SM120, SM100]);
+        f.add(
+            gate("flashinfer-python", "flashinfer/a.py", 4, "a | b"),
+            &[Trap, Open],
+        );
+        f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Wall, Open]);
+        f.add(gate("sglang", "sglang/c.py", 2, "y"), &[Open, Unverified]);
+        f.verdicts[1][0].evidence = vec!["<script> | *bold*".into()];
+        let summary = step_summary(&f.report());
+        assert!(summary.starts_with("## gatefix audit\n"));
+        let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with('|')).collect();
+        let counts = rows.iter().find(|r| r.starts_with("| sm_120 |")).unwrap();
+        assert_eq!(cells(counts), ["sm_120", "1", "0", "1", "0", "1"]);
+        let counts = rows.iter().find(|r| r.starts_with("| sm_100 |")).unwrap();
+        assert_eq!(cells(counts), ["sm_100", "0", "0", "0", "1", "2"]);
+        let (_, section) = summary.split_once("### Findings").unwrap();
+        let findings: Vec<Vec<String>> = section
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .skip(2)
+            .map(cells)
+            .collect();
+        assert_eq!(findings.len(), 3, "{summary}");
+        assert_eq!(
+            findings[0],
+            [
+                "trap",
+                "sm_120",
+                "flashinfer-python 0.7.2",
+                "`flashinfer/a.py:4`",
+                "`a \\| b`",
+                "trap evidence; second"
+            ]
+        );
+        assert_eq!(findings[1][5], "\\<script\\> \\| \\*bold\\*");
+        assert_eq!(findings[2][0], "unverified");
+        assert_eq!(findings[2][1], "sm_100");
+    }
+
+    #[test]
+    fn step_summary_without_verdicts_or_findings_says_so() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Open]);
+        assert!(step_summary(&f.report()).contains("None: every gate is open"));
+        let mut report = f.report();
+        report.verdicts = None;
+        let summary = step_summary(&report);
+        assert!(summary.contains("Verdicts were not computed"));
+        assert!(!summary.contains("### Findings"));
+    }
+
+    #[test]
+    fn step_summary_stays_under_the_github_limit() {
+        let mut f = Fixture::new(&[SM120]);
+        for i in 0..8 {
+            f.add(gate("sglang", &format!("sglang/{i}.py"), 1, "x"), &[Trap]);
+            f.verdicts[i][0].evidence = vec!["e".repeat(300_000)];
+        }
+        let summary = step_summary(&f.report());
+        assert!(
+            summary.len() <= SUMMARY_LIMIT_BYTES + 200,
+            "{}",
+            summary.len()
+        );
+        assert!(
+            summary.contains("\n5 more finding(s) not shown"),
+            "rows: 3 fit"
+        );
+    }
+
+    #[test]
+    fn code_spans_outlast_backticks_in_the_text() {
+        assert_eq!(md_code("a`b"), "``a`b``");
+        assert_eq!(md_code("`a`"), "`` `a` ``");
+        assert_eq!(md_code("a\n   b"), "`a b`");
+    }
+
+    #[test]
+    fn summary_appends_after_what_is_there() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Trap]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        std::fs::write(&path, "earlier step").unwrap();
+        append_step_summary_to(&f.report(), &path).unwrap();
+        append_step_summary_to(&f.report(), &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("earlier step\n## gatefix audit\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("## gatefix audit").count(), 2);
+    }
+}
