@@ -118,10 +118,11 @@ impl BaselineKey {
     }
 }
 
-/// Findings accepted earlier, each with the start of its gate text.
+/// Findings accepted earlier, each with the start of its gate text and how many gates share
+/// the key (two identical gates in one file are two findings: a third one is new).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Baseline {
-    entries: BTreeMap<BaselineKey, String>,
+    entries: BTreeMap<BaselineKey, (String, usize)>,
 }
 
 /// The file format; `verdict` stays a string here and is checked on reading.
@@ -142,6 +143,12 @@ struct EntryFile {
     text_hash: String,
     #[serde(default)]
     text: String,
+    #[serde(default = "one")]
+    count: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Baseline {
@@ -155,13 +162,18 @@ impl Baseline {
                 .chars()
                 .take(BASELINE_TEXT_CHARS)
                 .collect();
-            baseline.entries.entry(key).or_insert(text);
+            baseline.entries.entry(key).or_insert((text, 0)).1 += 1;
         }
         baseline
     }
 
     pub fn contains(&self, key: &BaselineKey) -> bool {
         self.entries.contains_key(key)
+    }
+
+    /// How many findings with this key the baseline accepts.
+    pub fn count(&self, key: &BaselineKey) -> usize {
+        self.entries.get(key).map_or(0, |(_, count)| *count)
     }
 
     pub fn len(&self) -> usize {
@@ -184,13 +196,14 @@ impl Baseline {
             entries: self
                 .entries
                 .iter()
-                .map(|(key, text)| EntryFile {
+                .map(|(key, (text, count))| EntryFile {
                     verdict: key.verdict.name().to_string(),
                     dist: key.dist.clone(),
                     file: key.file.clone(),
                     target: key.target.clone(),
                     text_hash: key.text_hash.clone(),
                     text: text.clone(),
+                    count: *count,
                 })
                 .collect(),
         };
@@ -249,7 +262,7 @@ impl Baseline {
                 target: entry.target,
                 text_hash: entry.text_hash,
             };
-            baseline.entries.entry(key).or_insert(entry.text);
+            baseline.entries.entry(key).or_insert((entry.text, 0)).1 += entry.count.max(1);
         }
         Ok(baseline)
     }
@@ -311,13 +324,18 @@ fn non_open(report: &AuditReport) -> Vec<(usize, usize, VerdictKind)> {
 /// Every non-open verdict of the report, in gate then target order, marked new when a baseline
 /// is given and does not hold it.
 pub fn findings(report: &AuditReport, baseline: Option<&Baseline>) -> Vec<Finding> {
+    let mut seen: std::collections::HashMap<BaselineKey, usize> = Default::default();
     non_open(report)
         .into_iter()
         .map(|(gate_index, target_index, kind)| {
             let in_baseline = baseline.map(|baseline| {
                 let gate = &report.result.gates[gate_index];
                 let target = report.targets[target_index].to_string();
-                baseline.contains(&BaselineKey::new(kind, gate, &target))
+                let key = BaselineKey::new(kind, gate, &target);
+                let accepted = baseline.count(&key);
+                let nth = seen.entry(key).or_insert(0);
+                *nth += 1;
+                *nth <= accepted
             });
             Finding {
                 gate_index,

@@ -28,6 +28,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "rules/flashinfer.toml",
         include_str!("../rules/flashinfer.toml"),
     ),
+    ("rules/links.toml", include_str!("../rules/links.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default)]

@@ -148,6 +148,8 @@ fn the_patched_gate_admits_the_target_in_a_fresh_audit() {
             root.display().to_string(),
             "--format".into(),
             "json".into(),
+            "--fail-on".into(),
+            "none".into(),
         ]);
         doc["gates"]
             .as_array()

@@ -17,7 +17,16 @@ use serde_json::Value;
 fn audit(site: &Path) -> Value {
     let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
     for arg in [
-        "--target", "sm_120", "--target", "sm_121", "--cuda", "12.8", "--format", "json",
+        "--target",
+        "sm_120",
+        "--target",
+        "sm_121",
+        "--cuda",
+        "12.8",
+        "--format",
+        "json",
+        "--fail-on",
+        "none",
     ] {
         args.push(arg.into());
     }
@@ -263,4 +272,74 @@ fn sglang_0523_is_blackwell_means_different_things_in_srt_and_multimodal_gen() {
         assert_eq!(gate["predicate"], "major == 10", "{gate}");
         assert_eq!(gate["admits"]["sm_120"], "no");
     }
+}
+
+/// Verdicts of docs/gates.md §4 rows 1–3 on sglang 0.5.23 + flashinfer-python 0.7.2.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_fusion_verdicts_follow_the_kernels() {
+    let doc = new_site();
+    let verdict =
+        |gate: &Value, target: &str| gate["verdict"][target].as_str().unwrap().to_string();
+    // Row 1: the add+norm fusion gate blocks SM12x over a trtllm module that has 12: patchable.
+    let add_norm = one(
+        doc,
+        "sglang/srt/layers/layer_boundary/residual/add_norm.py",
+        Some("flashinfer_ar_fusion_applies"),
+        &["_is_sm90_supported or _is_sm100_supported"],
+    );
+    assert_eq!(verdict(add_norm, "sm_120"), "opportunity");
+    assert_eq!(verdict(add_norm, "sm_121"), "opportunity");
+    // Row 2: `auto` picks mnnvl on SM100 only, and mnnvl's JIT list is [9, 10]: a wall.
+    let mnnvl = find(
+        doc,
+        "sglang/srt/layers/flashinfer_comm_fusion.py",
+        Some("_resolve_backend"),
+        &["get_platform().is_sm100"],
+    );
+    let picks_mnnvl: Vec<&&Value> = mnnvl
+        .iter()
+        .filter(|g| {
+            g["evidence"]["sm_120"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e.as_str().unwrap().contains("chooses backend \"mnnvl\""))
+        })
+        .collect();
+    assert!(!picks_mnnvl.is_empty(), "{mnnvl:#?}");
+    for gate in picks_mnnvl {
+        assert_eq!(verdict(gate, "sm_120"), "wall", "{gate:#?}");
+        let evidence = gate["evidence"]["sm_120"].to_string();
+        assert!(
+            evidence.contains("supported_major_versions=[9, 10]"),
+            "{evidence}"
+        );
+    }
+    // Row 3: the auto-enable feeds row 1: an opportunity too.
+    let auto_enable = one(
+        doc,
+        "sglang/srt/arg_groups/overrides.py",
+        Some("_flashinfer_allreduce_fusion_auto_enable"),
+        &["(get_platform().is_sm90 or get_platform().is_sm100)"],
+    );
+    assert_eq!(verdict(auto_enable, "sm_120"), "opportunity");
+}
+
+/// The original story: sglang 0.5.5's fusion gate over the flashinfer it pinned is a wall.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_055_fusion_gate_is_a_wall_over_its_pinned_flashinfer() {
+    let gate = one(
+        old_site(),
+        "sglang/srt/layers/communicator.py",
+        Some("CommunicateWithAllReduceAndLayerNormFn._gather_hidden_states_and_residual"),
+        &["(_is_sm100_supported or _is_sm90_supported)"],
+    );
+    assert_eq!(gate["verdict"]["sm_120"], "wall");
+    assert!(
+        gate["evidence"]["sm_120"]
+            .to_string()
+            .contains("supported_major_versions=[9, 10]")
+    );
 }

@@ -1,18 +1,22 @@
 //! `gatefix audit`: every gate in a site, its predicate, and what it admits per target.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
 
-use super::{Format, SiteArgs, TargetArgs};
+use super::{AuditFormat, SiteArgs, TargetArgs};
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
 use crate::ledger::history::History;
-use crate::report::{AuditReport, human, json};
+use crate::policy::{Baseline, findings, parse_fail_on, should_fail};
+use crate::report::sarif::Anchor;
+use crate::report::{AuditReport, github, human, json, sarif};
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, scan_with};
 use crate::site::{Site, discover};
+use crate::verdict::judge;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -21,8 +25,25 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub targets: TargetArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = AuditFormat::Human)]
+    pub format: AuditFormat,
+    /// Verdicts that make the exit code 1, comma-separated: trap, wall, opportunity,
+    /// unverified, new (not in --baseline), or none.
+    #[arg(long, value_name = "LIST", default_value = "trap")]
+    pub fail_on: String,
+    /// Accepted findings (from --write-baseline): only findings not in it count.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write every current finding to FILE as the accepted baseline.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// A file of the user's repository (requirements.txt, a lockfile) that SARIF and GitHub
+    /// annotations point at, at the line of each finding's distribution.
+    #[arg(long, value_name = "FILE")]
+    pub anchor: Option<PathBuf>,
+    /// Skip gate → kernel links and verdicts (only predicates and admissions).
+    #[arg(long)]
+    pub no_verdicts: bool,
     /// Parse every Python file whole, without the prefilter and chunking (slow; for checking
     /// that the fast path misses nothing on a given site).
     #[arg(long)]
@@ -47,6 +68,19 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     } else {
         ScanOptions::default()
     };
+    let fail_on =
+        parse_fail_on(&args.fail_on).map_err(|e| Error::input(format!("--fail-on: {e}")))?;
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(Baseline::read)
+        .transpose()
+        .map_err(Error::input)?;
+    let anchor = args.anchor.as_deref().map(read_anchor).transpose()?;
+    let options = ScanOptions {
+        kernel_sources: !args.no_verdicts,
+        ..options
+    };
     let result = scan_with(&site, &rules, options);
     for warning in &result.warnings {
         let location = match (warning.line, warning.column) {
@@ -55,16 +89,25 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         };
         eprintln!("gatefix: warning: {location}: {}", warning.message);
     }
+    let verdicts = (!args.no_verdicts)
+        .then(|| judge(&site, &result, &rules, &args.targets.targets, cuda.as_ref()));
     let report = AuditReport {
         site: &site,
         targets: &args.targets.targets,
         cuda: cuda.as_ref(),
         result: &result,
-        verdicts: None,
+        verdicts: verdicts.as_ref(),
     };
     let text = match args.format {
-        Format::Json => json::render(&report),
-        Format::Human => human::render(&report, std::io::stdout().is_terminal()),
+        AuditFormat::Json => json::render(&report),
+        AuditFormat::Human => human::render(&report, std::io::stdout().is_terminal()),
+        AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),
+        AuditFormat::Github => {
+            if let Err(e) = github::append_step_summary(&report) {
+                eprintln!("gatefix: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
+            }
+            github::render(&report, anchor.as_ref())
+        }
     };
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`gatefix audit | head`) is not an error worth a panic.
@@ -76,7 +119,27 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         result.stats.prefilter_hits,
         started.elapsed()
     );
-    Ok(exit::OK)
+    if let Some(path) = &args.write_baseline {
+        Baseline::from_report(&report)
+            .write(path)
+            .map_err(Error::input)?;
+        eprintln!("gatefix: baseline written to {}", path.display());
+    }
+    let findings = findings(&report, baseline.as_ref());
+    Ok(if verdicts.is_some() && should_fail(&findings, &fail_on) {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    })
+}
+
+fn read_anchor(path: &std::path::Path) -> Result<Anchor> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("--anchor {}: {e}", path.display())))?;
+    Ok(Anchor {
+        path: path.display().to_string(),
+        text,
+    })
 }
 
 fn cuda_version(args: &TargetArgs, site: &Site) -> Result<Option<CudaVersion>> {

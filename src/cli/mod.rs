@@ -105,6 +105,17 @@ pub enum Format {
     Json,
 }
 
+/// Audit's formats: the two above plus the CI ones.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditFormat {
+    Human,
+    Json,
+    /// SARIF 2.1.0 for GitHub code scanning (with --anchor).
+    Sarif,
+    /// GitHub Actions workflow commands (annotations), plus $GITHUB_STEP_SUMMARY.
+    Github,
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Audit(args) => audit::run(args),

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::AuditReport;
 use crate::gate::predicate::{Admits, collapse_whitespace};
+use crate::verdict::VerdictKind;
 
 struct Palette {
     on: bool,
@@ -26,9 +27,12 @@ pub fn render(report: &AuditReport, color: bool) -> String {
     let mut current_dist: Option<String> = None;
     let mut current_file: Option<&str> = None;
     let mut counts = vec![[0usize; 3]; report.targets.len()];
-    let mut gates: Vec<_> = report.result.gates.iter().collect();
-    gates.sort_by(|a, b| (dist_label(a), &a.file, a.line).cmp(&(dist_label(b), &b.file, b.line)));
-    for gate in gates {
+    leading_findings(report, &palette, &mut out);
+    let mut gates: Vec<_> = report.result.gates.iter().enumerate().collect();
+    gates.sort_by(|(_, a), (_, b)| {
+        (dist_label(a), &a.file, a.line).cmp(&(dist_label(b), &b.file, b.line))
+    });
+    for (index, gate) in gates {
         let dist = dist_label(gate);
         if current_dist.as_deref() != Some(dist.as_str()) {
             let _ = writeln!(out, "\n{}", palette.paint("1", &dist));
@@ -69,9 +73,61 @@ pub fn render(report: &AuditReport, color: bool) -> String {
             }
         }
         let _ = writeln!(out, "      admits: {}", parts.join(", "));
+        if let Some(verdicts) = report.verdicts.and_then(|v| v.get(index)) {
+            let words: Vec<String> = report
+                .targets
+                .iter()
+                .zip(verdicts)
+                .map(|(t, v)| format!("{t} {}", v.kind.name()))
+                .collect();
+            let _ = writeln!(out, "      verdict: {}", words.join(", "));
+        }
     }
     summary(report, &counts, &mut out);
     out
+}
+
+/// Traps, opportunities and walls first, each with its evidence chain: what a reader acts on.
+fn leading_findings(report: &AuditReport, palette: &Palette, out: &mut String) {
+    let Some(verdicts) = report.verdicts else {
+        return;
+    };
+    for (kind, code) in [
+        (VerdictKind::Trap, "1;31"),
+        (VerdictKind::Opportunity, "1;32"),
+        (VerdictKind::Wall, "1;33"),
+    ] {
+        let mut lines = Vec::new();
+        for (gate, per_target) in report.result.gates.iter().zip(verdicts) {
+            for (target, verdict) in report.targets.iter().zip(per_target) {
+                if verdict.kind != kind {
+                    continue;
+                }
+                lines.push(format!(
+                    "  {target}  {} {}:{}  {}",
+                    dist_label(gate),
+                    gate.file,
+                    gate.line,
+                    shorten(&collapse_whitespace(&gate.text), 100)
+                ));
+                lines.extend(verdict.evidence.iter().map(|e| format!("      {e}")));
+            }
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        let heading = format!(
+            "{} ({}): {}",
+            kind.name().to_uppercase(),
+            lines.iter().filter(|l| !l.starts_with("      ")).count(),
+            kind.short()
+        );
+        let _ = writeln!(out, "{}", palette.paint(code, &heading));
+        for line in lines {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
+    }
 }
 
 fn dist_label(gate: &crate::scan::Gate) -> String {
@@ -94,11 +150,22 @@ fn summary(report: &AuditReport, counts: &[[usize; 3]], out: &mut String) {
             .cuda
             .map_or("unknown".to_string(), |c| c.text.clone()),
     );
-    for (target, [yes, no, unknown]) in report.targets.iter().zip(counts) {
-        let _ = writeln!(
-            out,
-            "  {target}: {yes} admit, {no} block, {unknown} unknown"
-        );
+    for (i, (target, [yes, no, unknown])) in report.targets.iter().zip(counts).enumerate() {
+        let mut line = format!("  {target}: {yes} admit, {no} block, {unknown} unknown");
+        if let Some(verdicts) = report.verdicts {
+            let counts: Vec<String> = VerdictKind::ALL
+                .iter()
+                .map(|kind| {
+                    let n = verdicts
+                        .iter()
+                        .filter(|v| v.get(i).is_some_and(|v| v.kind == *kind))
+                        .count();
+                    format!("{n} {}", kind.name())
+                })
+                .collect();
+            line.push_str(&format!("; verdicts: {}", counts.join(", ")));
+        }
+        let _ = writeln!(out, "{line}");
     }
     if !report.result.warnings.is_empty() {
         let _ = writeln!(

@@ -25,7 +25,8 @@ pub fn render(report: &AuditReport) -> String {
         .result
         .gates
         .iter()
-        .map(|gate| {
+        .enumerate()
+        .map(|(index, gate)| {
             let admits = report.admits(gate);
             let mut admits_map = Map::new();
             let mut reasons = Vec::new();
@@ -39,6 +40,15 @@ pub fn render(report: &AuditReport) -> String {
                     }
                 }
             }
+            let mut verdict_map = Map::new();
+            let mut evidence_map = Map::new();
+            if let Some(verdicts) = report.verdicts.and_then(|v| v.get(index)) {
+                for (target, verdict) in report.targets.iter().zip(verdicts) {
+                    verdict_map.insert(target.to_string(), Value::from(verdict.kind.name()));
+                    evidence_map.insert(target.to_string(), Value::from(verdict.evidence.clone()));
+                }
+            }
+            let verdicts_given = report.verdicts.is_some();
             serde_json::json!({
                 "id": gate.id,
                 "dist": gate.dist,
@@ -54,6 +64,8 @@ pub fn render(report: &AuditReport) -> String {
                 "predicate": gate.predicate.to_string(),
                 "admits": admits_map,
                 "unknown_because": (!reasons.is_empty()).then(|| reasons.join("; ")),
+                "verdict": verdicts_given.then_some(verdict_map),
+                "evidence": verdicts_given.then_some(evidence_map),
             })
         })
         .collect();
