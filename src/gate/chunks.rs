@@ -57,10 +57,11 @@ fn statements_at(src: &[u8], from: usize, to: usize, indent: usize) -> Vec<(usiz
     ranges
 }
 
-/// A big `def` or `class` is split into its header and its body statements, recursively,
+/// A big `def` or `class` is split into its header and its body statements (`None` for other
+/// statements and small blocks); `flatten` applies it recursively,
 /// so that one arch-dependent statement does not drag a thousand-line block into the parser.
 /// Other compound statements stay whole: their `else`/`except` clauses share the indentation.
-fn split_block(
+pub fn split_block(
     src: &[u8],
     (start, end): (usize, usize),
     indent: usize,

@@ -1,16 +1,18 @@
 //! Reading the code a gate guards, on demand: the gated branch of a gate, the bodies of the
 //! functions it calls, and enough of each module's imports to follow a call into the site.
-//! The audit's IR does not keep branch bodies (it is built for predicates), so this re-parses
-//! only the files a link search visits, once each.
+//! The audit's IR does not keep branch bodies (it is built for predicates), so this reads the
+//! files a link search visits again, and parses only the statements it needs: the imports,
+//! and the one definition or statement that holds a gate or a callee. No tree is kept.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
+use crate::gate::chunks::{split_block, top_level_statements};
 use crate::gate::index::module_name;
-use crate::gate::lower::parse;
+use crate::gate::lower::parse_ranges;
 use crate::scan::Gate;
 use crate::site::site_path;
 
@@ -25,21 +27,22 @@ pub struct Facts {
 /// Largest branch or body read for facts; bigger ones are not followed.
 const MAX_BODY_BYTES: usize = 32 * 1024;
 const MAX_FACTS: usize = 64;
+/// Top-level `try:`/`if` blocks up to this size are read for imports.
+const MAX_IMPORT_BLOCK_BYTES: usize = 4 * 1024;
 
-/// One parsed module: its tree, its imports and its definitions.
+/// One module: its bytes, its imports and its top-level definitions.
 pub struct Parsed {
     pub module: String,
     pub is_package: bool,
     pub src: Vec<u8>,
-    pub tree: Tree,
     /// Local name → (module, member): `from m import x as y` gives y → (m, Some(x)),
     /// `import a.b as c` gives c → (a.b, None), `import a.b` gives a → (a, None).
     pub imports: HashMap<String, (String, Option<String>)>,
-    /// `name` or `Class.method` → byte range of the definition.
+    /// Top-level `def`/`class` name → byte range of the statement.
     pub defs: HashMap<String, (usize, usize)>,
 }
 
-/// The site's modules, found and parsed on first use.
+/// The site's modules, found and indexed on first use.
 pub struct Code {
     root: PathBuf,
     cache: Mutex<HashMap<String, Option<Arc<Parsed>>>>,
@@ -75,20 +78,33 @@ impl Code {
         self.file_of(module).is_some()
     }
 
+    /// A module, kept for later lookups (callees are visited again and again).
     pub fn module(&self, module: &str) -> Option<Arc<Parsed>> {
         if let Some(hit) = self.cache.lock().expect("cache").get(module) {
             return hit.clone();
         }
-        let parsed = self.file_of(module).and_then(|(path, is_package)| {
-            let src = std::fs::read(path).ok()?;
-            let tree = parse(&src)?;
-            Some(Arc::new(index_module(module, is_package, src, tree)))
-        });
+        let parsed = self.load(module).map(Arc::new);
         self.cache
             .lock()
             .expect("cache")
             .insert(module.to_string(), parsed.clone());
         parsed
+    }
+
+    /// A module read once and not kept (the file of a group of gates).
+    pub fn load(&self, module: &str) -> Option<Parsed> {
+        if let Some(Some(hit)) = self.cache.lock().expect("cache").get(module) {
+            return Some(Parsed {
+                module: hit.module.clone(),
+                is_package: hit.is_package,
+                src: hit.src.clone(),
+                imports: hit.imports.clone(),
+                defs: hit.defs.clone(),
+            });
+        }
+        let (path, is_package) = self.file_of(module)?;
+        let src = std::fs::read(path).ok()?;
+        Some(index_module(module, is_package, src))
     }
 
     /// The module a site-relative file is.
@@ -97,47 +113,41 @@ impl Code {
     }
 }
 
-fn index_module(module: &str, is_package: bool, src: Vec<u8>, tree: Tree) -> Parsed {
+/// Indexes a module from its top-level statements: definitions by their header line, imports
+/// by parsing only the import statements (and small top-level blocks that hold some).
+fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
     let mut imports = HashMap::new();
     let mut defs = HashMap::new();
+    let mut import_ranges = Vec::new();
+    for range in top_level_statements(&src) {
+        let head = first_code_line(&src[range.0..range.1]);
+        if let Some(name) = definition_name(head) {
+            defs.insert(name.to_string(), range);
+        } else if head.starts_with("import ") || head.starts_with("from ") {
+            import_ranges.push(range);
+        } else if (head.starts_with("try:") || head.starts_with("if "))
+            && range.1 - range.0 <= MAX_IMPORT_BLOCK_BYTES
+            && memchr::memmem::find(&src[range.0..range.1], b"import ").is_some()
+        {
+            import_ranges.push(range);
+        }
+    }
+    if !import_ranges.is_empty()
+        && let Some(tree) = parse_ranges(&src, &import_ranges)
     {
-        let root = tree.root_node();
-        let mut stack: Vec<(Node, String, usize)> = vec![(root, String::new(), 0)];
-        while let Some((node, prefix, depth)) = stack.pop() {
+        let mut stack = vec![(tree.root_node(), 0)];
+        while let Some((node, depth)) = stack.pop() {
             let mut cursor = node.walk();
             for child in node.named_children(&mut cursor) {
                 match child.kind() {
-                    "import_statement" | "import_from_statement" if prefix.is_empty() => {
+                    "import_statement" | "import_from_statement" => {
                         read_import(child, &src, module, is_package, &mut imports)
                     }
-                    "function_definition" | "class_definition" => {
-                        let name = child
-                            .child_by_field_name("name")
-                            .map(|n| text(n, &src).to_string())
-                            .unwrap_or_default();
-                        let qualified = if prefix.is_empty() {
-                            name
-                        } else {
-                            format!("{prefix}.{name}")
-                        };
-                        defs.insert(qualified.clone(), (child.start_byte(), child.end_byte()));
-                        if child.kind() == "class_definition"
-                            && depth < 2
-                            && let Some(body) = child.child_by_field_name("body")
-                        {
-                            stack.push((body, qualified, depth + 1));
-                        }
-                    }
-                    // Top-level `try:`/`if:` blocks hold imports and definitions too.
-                    "decorated_definition"
-                    | "if_statement"
-                    | "try_statement"
-                    | "block"
-                    | "else_clause"
+                    "if_statement" | "try_statement" | "block" | "else_clause"
                     | "except_clause"
                         if depth < 3 =>
                     {
-                        stack.push((child, prefix.clone(), depth + 1))
+                        stack.push((child, depth + 1))
                     }
                     _ => {}
                 }
@@ -148,10 +158,31 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>, tree: Tree) -> Par
         module: module.to_string(),
         is_package,
         src,
-        tree,
         imports,
         defs,
     }
+}
+
+/// The first line of a statement that is not a decorator or a comment.
+fn first_code_line(statement: &[u8]) -> &str {
+    std::str::from_utf8(statement)
+        .unwrap_or("")
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with('@') && !l.starts_with('#'))
+        .unwrap_or("")
+}
+
+/// `def f(`, `async def f(`, `class C(` or `class C:` → the name.
+fn definition_name(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("def ")
+        .or_else(|| line.strip_prefix("async def "))
+        .or_else(|| line.strip_prefix("class "))?;
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
 }
 
 fn read_import(
@@ -229,10 +260,8 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
     let src = &parsed.src;
     let start = byte_of(src, gate.line, gate.column)?;
     let end = byte_of(src, gate.end_line, gate.end_column)?;
-    let mut node = parsed
-        .tree
-        .root_node()
-        .descendant_for_byte_range(start, end)?;
+    let tree = parse_ranges(src, &enclosing_ranges(src, start))?;
+    let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
     while let Some(parent) = node.parent() {
         if parent.byte_range() != node.byte_range() {
             break;
@@ -256,14 +285,51 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
     Some(facts(branch, src))
 }
 
-/// The facts of a definition's body.
-pub fn body_facts(parsed: &Parsed, qualified: &str) -> Option<Facts> {
-    let &(start, end) = parsed.defs.get(qualified)?;
-    let node = parsed
-        .tree
-        .root_node()
-        .descendant_for_byte_range(start, end)?;
-    let body = node.child_by_field_name("body")?;
+/// The statement that holds `byte`, with the headers of the big blocks around it (so the
+/// parser sees valid nesting), as the chunked scan splits them.
+fn enclosing_ranges(src: &[u8], byte: usize) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let Some(mut range) = top_level_statements(src)
+        .into_iter()
+        .find(|&(s, e)| s <= byte && byte < e)
+    else {
+        return vec![(0, src.len())];
+    };
+    loop {
+        let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
+        let Some(parts) = split_block(src, range, indent) else {
+            break;
+        };
+        let header = parts[0];
+        match parts[1..].iter().find(|&&(s, e)| s <= byte && byte < e) {
+            Some(&inner) if !(header.0 <= byte && byte < header.1) => {
+                ranges.push(header);
+                range = inner;
+            }
+            _ => break,
+        }
+    }
+    ranges.push(range);
+    ranges
+}
+
+/// The facts of a top-level definition's body.
+pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
+    let &(start, end) = parsed.defs.get(name)?;
+    if end - start > MAX_BODY_BYTES {
+        return None;
+    }
+    let tree = parse_ranges(&parsed.src, &[(start, end)])?;
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let definition = root
+        .named_children(&mut cursor)
+        .find_map(|n| match n.kind() {
+            "decorated_definition" => n.child_by_field_name("definition"),
+            "function_definition" | "class_definition" => Some(n),
+            _ => None,
+        })?;
+    let body = definition.child_by_field_name("body")?;
     Some(facts(body, &parsed.src))
 }
 
@@ -375,8 +441,7 @@ mod tests {
     #[test]
     fn facts_of_a_branch() {
         let src = b"def f(x):\n    if x:\n        y = flashinfer.comm.run(1)\n        return \"mnnvl\"\n    return \"trtllm\"\n".to_vec();
-        let tree = parse(&src).unwrap();
-        let parsed = index_module("m", false, src, tree);
+        let parsed = index_module("m", false, src);
         let gate = Gate {
             id: String::new(),
             dist: None,

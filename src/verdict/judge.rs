@@ -1,7 +1,7 @@
 //! Judging: a gate's admission at a target, crossed with the coverage of the kernels its path
 //! needs, gives the verdict; the evidence says each step.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -32,7 +32,7 @@ pub fn judge(
         jit: &jit_only.jit,
         packages,
     };
-    let links: Vec<LinkOutcome> = scan.gates.par_iter().map(|g| linker.link(g)).collect();
+    let links = link_by_file(&linker, &code, &scan.gates);
     let globs = library_globs(&links);
     let index = if globs.is_empty() {
         jit_only
@@ -49,6 +49,28 @@ pub fn judge(
                 .collect()
         })
         .collect()
+}
+
+/// Links every gate, reading each gate file once (and not keeping it: only callees' modules
+/// stay cached, so memory does not grow with the number of gate files).
+fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<LinkOutcome> {
+    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (index, gate) in gates.iter().enumerate() {
+        by_file.entry(gate.file.as_str()).or_default().push(index);
+    }
+    let groups: Vec<(&str, Vec<usize>)> = by_file.into_iter().collect();
+    let mut linked: Vec<(usize, LinkOutcome)> = groups
+        .par_iter()
+        .flat_map_iter(|(file, indices)| {
+            let parsed = Code::module_of_file(file).and_then(|m| code.load(&m));
+            indices
+                .iter()
+                .map(|&i| (i, linker.link(&gates[i], parsed.as_ref())))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    linked.sort_by_key(|(i, _)| *i);
+    linked.into_iter().map(|(_, link)| link).collect()
 }
 
 fn top_level_folders(site: &Site) -> HashSet<String> {

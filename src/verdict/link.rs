@@ -43,7 +43,8 @@ struct Search {
 }
 
 impl Linker<'_> {
-    pub fn link(&self, gate: &Gate) -> LinkOutcome {
+    /// Links one gate; `parsed` is its module, read once for all the gates of the file.
+    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>) -> LinkOutcome {
         let declared: Vec<Link> = self
             .rules
             .links
@@ -72,7 +73,7 @@ impl Linker<'_> {
                 chain: vec!["the gate is the JIT generator's own arch list".into()],
             }]);
         }
-        self.follow_gate(gate)
+        self.follow_gate(gate, parsed)
     }
 
     fn own_generator(&self, gate: &Gate) -> Option<String> {
@@ -83,12 +84,11 @@ impl Linker<'_> {
             .map(|g| g.id.clone())
     }
 
-    fn follow_gate(&self, gate: &Gate) -> LinkOutcome {
-        let Some(parsed) = Code::module_of_file(&gate.file).and_then(|m| self.code.module(&m))
-        else {
+    fn follow_gate(&self, gate: &Gate, parsed: Option<&Parsed>) -> LinkOutcome {
+        let Some(parsed) = parsed else {
             return LinkOutcome::NotLinked(format!("{} could not be read back", gate.file));
         };
-        let Some(facts) = gated_branch(&parsed, gate) else {
+        let Some(facts) = gated_branch(parsed, gate) else {
             return LinkOutcome::NotLinked(
                 "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel"
                     .into(),
