@@ -123,11 +123,10 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
         let head = first_code_line(&src[range.0..range.1]);
         if let Some(name) = definition_name(head) {
             defs.insert(name.to_string(), range);
-        } else if head.starts_with("import ") || head.starts_with("from ") {
-            import_ranges.push(range);
-        } else if (head.starts_with("try:") || head.starts_with("if "))
-            && range.1 - range.0 <= MAX_IMPORT_BLOCK_BYTES
-            && memchr::memmem::find(&src[range.0..range.1], b"import ").is_some()
+        } else if is_import(head)
+            || ((head.starts_with("try:") || head.starts_with("if "))
+                && range.1 - range.0 <= MAX_IMPORT_BLOCK_BYTES
+                && memchr::memmem::find(&src[range.0..range.1], b"import ").is_some())
         {
             import_ranges.push(range);
         }
@@ -161,6 +160,10 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
         imports,
         defs,
     }
+}
+
+fn is_import(line: &str) -> bool {
+    line.starts_with("import ") || line.starts_with("from ")
 }
 
 /// The first line of a statement that is not a decorator or a comment.

@@ -101,7 +101,7 @@ impl Linker<'_> {
         };
         let start = format!("{}:{} gated branch", gate.file, gate.line);
         self.follow(
-            &parsed,
+            parsed,
             &facts,
             &[start],
             gate.dist.as_deref(),
