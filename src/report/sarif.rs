@@ -15,7 +15,6 @@ use crate::scan::Gate;
 use crate::verdict::{Verdict, VerdictKind};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-const INFORMATION_URI: &str = "https://github.com/gatefix/gatefix";
 /// The `partialFingerprints` key; bump the version when the hashed text changes.
 const FINGERPRINT_KEY: &str = "gatefixGate/v1";
 
@@ -457,7 +456,6 @@ pub fn render(report: &AuditReport, anchor: Option<&Anchor>) -> String {
                 "name": "gatefix",
                 "version": env!("CARGO_PKG_VERSION"),
                 "semanticVersion": env!("CARGO_PKG_VERSION"),
-                "informationUri": INFORMATION_URI,
                 "rules": rules(),
             },
         },
@@ -652,7 +650,6 @@ mod tests {
         let driver = &log["runs"][0]["tool"]["driver"];
         assert_eq!(driver["name"], "gatefix");
         assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
-        assert_eq!(driver["informationUri"], INFORMATION_URI);
     }
 
     #[test]
