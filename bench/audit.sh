@@ -5,11 +5,13 @@
 # hyperfine, ripgrep and ast-grep. It compares three commands over the same tree:
 #   rg        the I/O floor: a plain scan for the very tokens gatefix prefilters on
 #             (src/gate/tokens.rs FORM_TOKENS). gatefix cannot beat this; it should stay close.
-#   gatefix   `gatefix audit SITE --format json`, the thing being measured.
+#   gatefix   `gatefix audit SITE --format json --no-verdicts`, the gate audit being measured;
+#   gatefix-verdicts  the same with gate -> kernel links and verdicts (the default audit).
 #   ast-grep  a generic structural search with rules for roughly the same gate forms: what a
 #             user would reach for instead. gatefix should be far faster than that.
 # and fails (exit 1) when
-#   gatefix > 4x rg, ast-grep < 20x gatefix, or gatefix's peak RSS > 1 GiB.
+#   gatefix > 4x rg, ast-grep < 20x gatefix, verdicts > 1.5x the plain audit, or gatefix's
+#   peak RSS (with verdicts) > 1 GiB.
 #
 # Environment:
 #   GATEFIX_CACHE  where wheels, the site and the tool venv live (default ~/.cache/gatefix);
@@ -36,6 +38,7 @@ fi
 MAX_GATEFIX_OVER_RG=4
 MIN_ASTGREP_OVER_GATEFIX=20
 MAX_RSS_KB=$((1024 * 1024)) # 1 GiB, as /usr/bin/time reports kilobytes
+MAX_VERDICTS_OVER_PLAIN=1.5
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
@@ -309,13 +312,16 @@ write_rules "$RULES"
 RG_CMD=(rg -c -i -e capabilit -e is_sm -e sm_version -e device_sm -e is_blackwell -e is_hopper
     -e is_ampere -e major_versions -e get_nvcc_flags_list -e get_device_properties
     -e arch_support --type py "$SITE")
-GATEFIX_CMD=("$GATEFIX" audit "$SITE" --format json)
+# The gate audit the issue measures against rg and ast-grep (predicates and admissions), and the
+# same audit with gate -> kernel links and verdicts, which must cost at most 1.5x the plain one.
+GATEFIX_CMD=("$GATEFIX" audit "$SITE" --format json --no-verdicts)
+VERDICTS_CMD=("$GATEFIX" audit "$SITE" --format json --fail-on none)
 ASTGREP_CMD=("$ASTGREP" scan --config "$RULES/sgconfig.yml" --json=stream "$SITE")
 
 log "checking each command once"
 RG_FILES=$("${RG_CMD[@]}" | wc -l)
 echo "rg: $RG_FILES Python files contain a token" >&2
-/usr/bin/time -v -o "$OUT/gatefix.time" "${GATEFIX_CMD[@]}" >"$OUT/gatefix.json" 2>"$OUT/gatefix.stderr"
+/usr/bin/time -v -o "$OUT/gatefix.time" "${VERDICTS_CMD[@]}" >"$OUT/gatefix.json" 2>"$OUT/gatefix.stderr"
 tail -n 1 "$OUT/gatefix.stderr" >&2
 GATES=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["gates"]))' "$OUT/gatefix.json")
 echo "gatefix: $GATES gates" >&2
@@ -327,11 +333,12 @@ echo "ast-grep: $ASTGREP_MATCHES matches" >&2
 RSS_KB=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$OUT/gatefix.time")
 
 log "timing (warmup $WARMUP, runs $RUNS)"
-# One hyperfine invocation, so the three share one warm page cache and one set of conditions.
+# One hyperfine invocation, so the four share one warm page cache and one set of conditions.
 # Commands are strings for hyperfine's shell; printf %q keeps paths with spaces intact.
 hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
     --command-name rg "$(printf '%q ' "${RG_CMD[@]}")" \
     --command-name gatefix "$(printf '%q ' "${GATEFIX_CMD[@]}")" \
+    --command-name gatefix-verdicts "$(printf '%q ' "${VERDICTS_CMD[@]}")" \
     --command-name ast-grep "$(printf '%q ' "${ASTGREP_CMD[@]}")" >&2
 
 # ---------------------------------------------------------------------------------------------
@@ -339,20 +346,22 @@ hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-json "$OUT/hyperfine.json" 
 # ---------------------------------------------------------------------------------------------
 
 python3 - "$OUT/hyperfine.json" "$RSS_KB" "$PY_FILES" \
-    "$MAX_GATEFIX_OVER_RG" "$MIN_ASTGREP_OVER_GATEFIX" "$MAX_RSS_KB" <<'EOF'
+    "$MAX_GATEFIX_OVER_RG" "$MIN_ASTGREP_OVER_GATEFIX" "$MAX_RSS_KB" "$MAX_VERDICTS_OVER_PLAIN" <<'EOF'
 import json, sys
 
-path, rss_kb, py_files, max_rg, min_sg, max_rss = sys.argv[1:]
+path, rss_kb, py_files, max_rg, min_sg, max_rss, max_verdicts = sys.argv[1:]
+max_verdicts = float(max_verdicts)
 rss_kb, max_rss = int(rss_kb), int(max_rss)
 max_rg, min_sg = float(max_rg), float(min_sg)
 mean = {r["command"]: r["mean"] for r in json.load(open(path))["results"]}
-rg, gf, sg = mean["rg"], mean["gatefix"], mean["ast-grep"]
+rg, gf, sg, gv = mean["rg"], mean["gatefix"], mean["ast-grep"], mean["gatefix-verdicts"]
 
 print(f"site:       {py_files} Python files")
-for name in ("rg", "gatefix", "ast-grep"):
-    print(f"{name + ':':11} {mean[name] * 1000:9.1f} ms mean")
+for name in ("rg", "gatefix", "gatefix-verdicts", "ast-grep"):
+    print(f"{name + ':':17} {mean[name] * 1000:9.1f} ms mean")
 print(f"gatefix/rg:       {gf / rg:6.2f}x   (limit <= {max_rg:g}x)")
 print(f"ast-grep/gatefix: {sg / gf:6.2f}x   (limit >= {min_sg:g}x)")
+print(f"verdicts/plain:   {gv / gf:6.2f}x   (limit <= {max_verdicts:g}x)")
 print(f"gatefix peak RSS: {rss_kb / 1024:6.1f} MiB (limit <= {max_rss // 1024} MiB)")
 
 failed = []
@@ -360,6 +369,8 @@ if gf > max_rg * rg:
     failed.append(f"gatefix is {gf / rg:.2f}x rg (more than {max_rg:g}x)")
 if sg < min_sg * gf:
     failed.append(f"ast-grep is only {sg / gf:.2f}x gatefix (less than {min_sg:g}x)")
+if gv > max_verdicts * gf:
+    failed.append(f"verdicts cost {gv / gf:.2f}x the plain audit (more than {max_verdicts:g}x)")
 if rss_kb > max_rss:
     failed.append(f"gatefix peak RSS {rss_kb / 1024:.0f} MiB is over {max_rss // 1024} MiB")
 for line in failed:
