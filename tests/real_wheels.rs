@@ -343,3 +343,63 @@ fn sglang_055_fusion_gate_is_a_wall_over_its_pinned_flashinfer() {
             .contains("supported_major_versions=[9, 10]")
     );
 }
+
+/// More rows of docs/gates.md §4 on sglang 0.5.23 + flashinfer-python 0.7.2, at sm_120.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0523_more_rows_of_the_kernel_table() {
+    let doc = new_site();
+    let verdict = |file: &str, function: Option<&str>, needles: &[&str]| {
+        one(doc, file, function, needles)["verdict"]["sm_120"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // Row 2: the raise guards the fusion backends; off SM100 it resolves to trtllm ([9, 10, 12]).
+    assert_eq!(
+        verdict(
+            "sglang/srt/layers/flashinfer_comm_fusion.py",
+            Some("_resolve_backend"),
+            &["not (get_platform().is_sm90 or get_platform().is_sm100)"]
+        ),
+        "opportunity"
+    );
+    // Row 5: modelopt_fp4 on SM120/SM110 already picks flashinfer_cutlass, whose SM12x module exists.
+    let cutlass = find(
+        doc,
+        "sglang/srt/arg_groups/overrides.py",
+        None,
+        &["modelopt_fp4", "is_sm120"],
+    );
+    assert!(
+        cutlass.iter().any(|g| g["verdict"]["sm_120"] == "open"),
+        "{cutlass:#?}"
+    );
+    // Row 7: llama4 picks trtllm-gen MoE on SM100 only; its cubins are SM100-only: a wall.
+    assert_eq!(
+        verdict(
+            "sglang/srt/arg_groups/model_overrides/llama4.py",
+            None,
+            &["get_platform().is_sm100 and cfg.moe_runner_backend == \"auto\""]
+        ),
+        "wall"
+    );
+    // Row 14: the NVFP4 KV cache already admits SM120, and its JIT module has 12: open.
+    assert_eq!(
+        verdict(
+            "sglang/srt/arg_groups/kv_cache_hook.py",
+            None,
+            &["kv_cache_dtype == \"nvfp4\"", "not ("]
+        ),
+        "open"
+    );
+    // Row 15: flashinfer's own decorator and JIT list agree ([90, 100] / [9, 10]): a wall.
+    assert_eq!(
+        verdict(
+            "flashinfer/comm/mixed_comm.py",
+            None,
+            &["supported_compute_capability([90, 100])"]
+        ),
+        "wall"
+    );
+}

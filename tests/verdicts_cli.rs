@@ -111,12 +111,32 @@ fn calls_are_followed_through_imports_to_the_jit_generator() {
 }
 
 #[test]
+fn a_gate_that_raises_protects_the_code_after_it() {
+    let doc = json(&fixture());
+    let (verdict, evidence) = verdict_at(&doc, BACKENDS, 43);
+    assert!(
+        evidence[0].starts_with("the gated branch raises, so the path it protects runs when the gate does not hold: at sm_120 no"),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e == "calls flashinfer.jit.comm:gen_trtllm_comm_module"),
+        "{evidence:?}"
+    );
+    assert_eq!(
+        verdict, "opportunity",
+        "blocks SM12x from a path whose kernel has 12"
+    );
+}
+
+#[test]
 fn human_output_leads_with_traps_then_opportunities() {
     let out = audit(&fixture(), &["--fail-on", "none"]);
     let text = stdout(&out);
     let trap = text.find("TRAP (1)").expect("a trap section");
     let opportunity = text
-        .find("OPPORTUNITY (1)")
+        .find("OPPORTUNITY (2)")
         .expect("an opportunity section");
     let listing = text.find("sglang 0.5.23\n").expect("the full listing");
     assert!(trap < opportunity && opportunity < listing, "{text}");

@@ -22,6 +22,9 @@ use crate::site::site_path;
 pub struct Facts {
     pub calls: Vec<String>,
     pub strings: Vec<String>,
+    /// The branch starts by raising: the gate guards an error, and the path it protects is
+    /// the code after it (`if not (is_sm90 or is_sm100): raise ...`).
+    pub raises: bool,
 }
 
 /// Largest branch or body read for facts; bigger ones are not followed.
@@ -285,7 +288,52 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
         }
         _ => return None,
     };
-    Some(facts(branch, src))
+    if !starts_with_raise(branch) {
+        return Some(facts(branch, src));
+    }
+    // The branch is an error exit: what the gate protects is the code after the statement.
+    let statement = if parent.kind() == "elif_clause" {
+        parent.parent()?
+    } else {
+        parent
+    };
+    let mut found = Facts {
+        raises: true,
+        ..Facts::default()
+    };
+    let mut next = statement.next_named_sibling();
+    let mut budget = MAX_BODY_BYTES;
+    while let Some(sibling) = next {
+        let size = sibling.byte_range().len();
+        if size > budget {
+            break;
+        }
+        budget -= size;
+        let more = facts(sibling, src);
+        for call in more.calls {
+            if !found.calls.contains(&call) {
+                found.calls.push(call);
+            }
+        }
+        for word in more.strings {
+            if !found.strings.contains(&word) {
+                found.strings.push(word);
+            }
+        }
+        next = sibling.next_named_sibling();
+    }
+    Some(found)
+}
+
+fn starts_with_raise(branch: Node) -> bool {
+    if branch.kind() == "raise_statement" {
+        return true;
+    }
+    let mut cursor = branch.walk();
+    branch
+        .named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")
+        .is_some_and(|n| n.kind() == "raise_statement")
 }
 
 /// The statement that holds `byte`, with the headers of the big blocks around it (so the

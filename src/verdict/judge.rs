@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashSet};
 use rayon::prelude::*;
 
 use super::code::Code;
-use super::link::{LinkOutcome, Linker};
+use super::link::{GateLink, LinkOutcome, Linker};
 use super::model::{Verdict, VerdictKind, Verdicts};
 use crate::arch::Arch;
-use crate::gate::predicate::{Admits, CudaVersion, evaluate};
+use crate::gate::predicate::{Admits, CudaVersion, Pred, evaluate};
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::rules::Rules;
 use crate::scan::{Gate, ScanResult};
@@ -53,13 +53,13 @@ pub fn judge(
 
 /// Links every gate, reading each gate file once (and not keeping it: only callees' modules
 /// stay cached, so memory does not grow with the number of gate files).
-fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<LinkOutcome> {
+fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
     let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (index, gate) in gates.iter().enumerate() {
         by_file.entry(gate.file.as_str()).or_default().push(index);
     }
     let groups: Vec<(&str, Vec<usize>)> = by_file.into_iter().collect();
-    let mut linked: Vec<(usize, LinkOutcome)> = groups
+    let mut linked: Vec<(usize, GateLink)> = groups
         .par_iter()
         .flat_map_iter(|(file, indices)| {
             let parsed = Code::module_of_file(file).and_then(|m| code.load(&m));
@@ -85,10 +85,10 @@ fn top_level_folders(site: &Site) -> HashSet<String> {
         .unwrap_or_default()
 }
 
-fn library_globs(links: &[LinkOutcome]) -> Vec<String> {
+fn library_globs(links: &[GateLink]) -> Vec<String> {
     let mut globs: Vec<String> = links
         .iter()
-        .filter_map(|l| match l {
+        .filter_map(|l| match &l.outcome {
             LinkOutcome::Linked(links) => Some(links),
             LinkOutcome::NotLinked(_) => None,
         })
@@ -112,19 +112,29 @@ enum Kernel {
 
 fn verdict(
     gate: &Gate,
-    link: &LinkOutcome,
+    link: &GateLink,
     target: Arch,
     cuda: Option<&CudaVersion>,
     index: &KernelIndex,
     site: &Site,
 ) -> Verdict {
-    let admits = evaluate(&gate.predicate, target.plain(), cuda);
-    let mut evidence = vec![format!(
-        "admits {target}: {} ({})",
-        admits.word(),
-        gate.predicate
-    )];
-    let links = match link {
+    let (admits, mut evidence) = if link.guards_raise {
+        let guarded = match &gate.predicate {
+            Pred::Not(inner) => inner.as_ref().clone(),
+            other => Pred::Not(Box::new(other.clone())),
+        };
+        let admits = evaluate(&guarded, target.plain(), cuda);
+        let line = format!(
+            "the gated branch raises, so the path it protects runs when the gate does not hold: at {target} {} ({guarded})",
+            admits.word()
+        );
+        (admits, vec![line])
+    } else {
+        let admits = evaluate(&gate.predicate, target.plain(), cuda);
+        let line = format!("admits {target}: {} ({})", admits.word(), gate.predicate);
+        (admits, vec![line])
+    };
+    let links = match &link.outcome {
         LinkOutcome::NotLinked(why) => {
             evidence.push(format!("no kernel link: {why}"));
             return Verdict {

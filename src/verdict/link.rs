@@ -28,6 +28,14 @@ pub enum LinkOutcome {
     NotLinked(String),
 }
 
+/// A gate's link, and whether its branch raises (the path it protects is then the code after
+/// the branch, which runs when the gate does *not* hold).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateLink {
+    pub outcome: LinkOutcome,
+    pub guards_raise: bool,
+}
+
 pub struct Linker<'a> {
     pub rules: &'a Rules,
     pub code: &'a Code,
@@ -44,7 +52,15 @@ struct Search {
 
 impl Linker<'_> {
     /// Links one gate; `parsed` is its module, read once for all the gates of the file.
-    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>) -> LinkOutcome {
+    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>) -> GateLink {
+        let branch = parsed.and_then(|p| gated_branch(p, gate));
+        GateLink {
+            guards_raise: branch.as_ref().is_some_and(|b| b.raises),
+            outcome: self.outcome(gate, parsed, branch),
+        }
+    }
+
+    fn outcome(&self, gate: &Gate, parsed: Option<&Parsed>, branch: Option<Facts>) -> LinkOutcome {
         let declared: Vec<Link> = self
             .rules
             .links
@@ -73,7 +89,7 @@ impl Linker<'_> {
                 chain: vec!["the gate is the JIT generator's own arch list".into()],
             }]);
         }
-        self.follow_gate(gate, parsed)
+        self.follow_gate(gate, parsed, branch)
     }
 
     fn own_generator(&self, gate: &Gate) -> Option<String> {
@@ -84,11 +100,16 @@ impl Linker<'_> {
             .map(|g| g.id.clone())
     }
 
-    fn follow_gate(&self, gate: &Gate, parsed: Option<&Parsed>) -> LinkOutcome {
+    fn follow_gate(
+        &self,
+        gate: &Gate,
+        parsed: Option<&Parsed>,
+        branch: Option<Facts>,
+    ) -> LinkOutcome {
         let Some(parsed) = parsed else {
             return LinkOutcome::NotLinked(format!("{} could not be read back", gate.file));
         };
-        let Some(facts) = gated_branch(parsed, gate) else {
+        let Some(facts) = branch else {
             return LinkOutcome::NotLinked(
                 "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel"
                     .into(),
@@ -99,7 +120,14 @@ impl Linker<'_> {
             visited: HashSet::new(),
             calls_seen: 0,
         };
-        let start = format!("{}:{} gated branch", gate.file, gate.line);
+        let start = if facts.raises {
+            format!(
+                "{}:{} raises; followed the code after it",
+                gate.file, gate.line
+            )
+        } else {
+            format!("{}:{} gated branch", gate.file, gate.line)
+        };
         self.follow(
             parsed,
             &facts,
