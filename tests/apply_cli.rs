@@ -475,3 +475,34 @@ fn python_names_the_site_through_its_purelib() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("sglang-ar-fusion-communicator (sglang 0.5.5): ready"));
 }
+
+#[test]
+fn an_explicit_ledger_folder_is_used_by_every_command() {
+    let (guard, root) = venv_copy("fusion");
+    let before = hash_tree(&root);
+    let ledger = guard.path().join("elsewhere/ledger.git");
+    let ledger_arg = ledger.to_str().unwrap();
+    assert_eq!(
+        apply(&root, &["--ledger", ledger_arg]).status.code(),
+        Some(0)
+    );
+    assert!(ledger.join("HEAD").is_file());
+    assert!(
+        !root.join(".gatefix").exists(),
+        "nothing at the default place"
+    );
+    let status = stdout(&command("status", &root, &["--ledger", ledger_arg]));
+    assert!(status.contains("transaction 1: apply sm_120"), "{status}");
+    let default_status = stdout(&command("status", &root, &[]));
+    assert!(
+        default_status.contains("no gatefix transactions"),
+        "{default_status}"
+    );
+    assert_eq!(
+        command("revert", &root, &["--ledger", ledger_arg])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(hash_tree(&root), before);
+}
