@@ -77,6 +77,8 @@ struct LinkToml {
     gate_contains: Option<String>,
     needs: NeedsToml,
     #[serde(default)]
+    majors: Option<Vec<u32>>,
+    #[serde(default)]
     why: Option<String>,
 }
 
@@ -87,6 +89,8 @@ struct BackendToml {
     #[serde(default)]
     dist: Option<String>,
     needs: NeedsToml,
+    #[serde(default)]
+    majors: Option<Vec<u32>>,
     #[serde(default)]
     why: Option<String>,
 }
@@ -101,6 +105,9 @@ pub struct LinkRule {
     pub function: Option<String>,
     pub gate_contains: Option<String>,
     pub needs: Requirement,
+    /// The kernel is this one only at these majors (`[12]`: the SM12x module); elsewhere the
+    /// rule says nothing.
+    pub majors: Option<Vec<u32>>,
     pub why: Option<String>,
     pub source: PathBuf,
 }
@@ -112,6 +119,7 @@ pub struct BackendRule {
     pub name: String,
     pub dist: Option<String>,
     pub needs: Requirement,
+    pub majors: Option<Vec<u32>>,
     pub why: Option<String>,
     pub source: PathBuf,
 }
@@ -309,6 +317,7 @@ impl Rules {
                 function: link.function,
                 gate_contains: link.gate_contains,
                 needs,
+                majors: link.majors,
                 why: link.why,
                 source: path.to_path_buf(),
             });
@@ -322,6 +331,7 @@ impl Rules {
                 name: backend.name,
                 dist: backend.dist,
                 needs,
+                majors: backend.majors,
                 why: backend.why,
                 source: path.to_path_buf(),
             });

@@ -291,7 +291,8 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
     if !starts_with_raise(branch) {
         return Some(facts(branch, src));
     }
-    // The branch is an error exit: what the gate protects is the code after the statement.
+    // The branch is an error exit: what the gate protects is the code after the statement,
+    // read only where it runs unconditionally (nested branches have conditions of their own).
     let statement = if parent.kind() == "elif_clause" {
         parent.parent()?
     } else {
@@ -304,6 +305,13 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
     let mut next = statement.next_named_sibling();
     let mut budget = MAX_BODY_BYTES;
     while let Some(sibling) = next {
+        next = sibling.next_named_sibling();
+        if !matches!(
+            sibling.kind(),
+            "expression_statement" | "return_statement" | "assignment"
+        ) {
+            continue;
+        }
         let size = sibling.byte_range().len();
         if size > budget {
             break;
@@ -320,7 +328,6 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
                 found.strings.push(word);
             }
         }
-        next = sibling.next_named_sibling();
     }
     Some(found)
 }

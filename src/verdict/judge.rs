@@ -144,8 +144,22 @@ fn verdict(
         }
         LinkOutcome::Linked(links) => links,
     };
+    let links: Vec<_> = links
+        .iter()
+        .filter(|l| l.applies_to(target.major))
+        .collect();
+    if links.is_empty() {
+        evidence.push(format!(
+            "no kernel link: the linked kernels are declared for other majors than {}",
+            target.major
+        ));
+        return Verdict {
+            kind: VerdictKind::Unverified,
+            evidence,
+        };
+    }
     let mut kernel = Kernel::Present;
-    for link in links {
+    for link in &links {
         evidence.extend(link.chain.iter().cloned());
         let answer = index.coverage(&link.needs, target, site);
         let words = link.needs.words();

@@ -20,6 +20,14 @@ pub const MAX_HOPS: usize = 3;
 pub struct Link {
     pub needs: Requirement,
     pub chain: Vec<String>,
+    /// Only at these majors (from the rule); `None`: at every target.
+    pub majors: Option<Vec<u32>>,
+}
+
+impl Link {
+    pub fn applies_to(&self, major: u32) -> bool {
+        self.majors.as_ref().is_none_or(|m| m.contains(&major))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +76,7 @@ impl Linker<'_> {
             .filter(|rule| rule_matches(rule, gate))
             .map(|rule| Link {
                 needs: rule.needs.clone(),
+                majors: rule.majors.clone(),
                 chain: vec![format!(
                     "declared by a [[link]] in {}{}",
                     rule.source.display(),
@@ -86,6 +95,7 @@ impl Linker<'_> {
         {
             return LinkOutcome::Linked(vec![Link {
                 needs: Requirement::Jit(id),
+                majors: None,
                 chain: vec!["the gate is the JIT generator's own arch list".into()],
             }]);
         }
@@ -166,7 +176,7 @@ impl Linker<'_> {
                     "chooses backend \"{word}\" (a [[backend]] in {})",
                     backend.source.display()
                 ));
-                push(search, backend.needs.clone(), chain);
+                push(search, backend.needs.clone(), backend.majors.clone(), chain);
             }
         }
         for call in &facts.calls {
@@ -174,7 +184,7 @@ impl Linker<'_> {
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
                 chain.push(format!("calls native op {call}"));
-                push(search, library, chain);
+                push(search, library, None, chain);
                 continue;
             }
             let Some((module, function)) = self.resolve(parsed, call) else {
@@ -186,7 +196,7 @@ impl Linker<'_> {
             let is_generator = !self.jit.generators(&id).is_empty()
                 || self.jit.fixed_arch.iter().any(|f| f.id == id);
             if is_generator {
-                push(search, Requirement::Jit(id), next_chain);
+                push(search, Requirement::Jit(id), None, next_chain);
                 continue;
             }
             if depth + 1 >= MAX_HOPS || !search.visited.insert(id) {
@@ -254,9 +264,17 @@ impl Linker<'_> {
     }
 }
 
-fn push(search: &mut Search, needs: Requirement, chain: Vec<String>) {
-    if !search.links.iter().any(|l| l.needs == needs) {
-        search.links.push(Link { needs, chain });
+fn push(search: &mut Search, needs: Requirement, majors: Option<Vec<u32>>, chain: Vec<String>) {
+    if !search
+        .links
+        .iter()
+        .any(|l| l.needs == needs && l.majors == majors)
+    {
+        search.links.push(Link {
+            needs,
+            chain,
+            majors,
+        });
     }
 }
 
