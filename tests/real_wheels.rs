@@ -393,6 +393,15 @@ fn sglang_0523_more_rows_of_the_kernel_table() {
         ),
         "open"
     );
+    // Row 16: mm_fp4's cutlass backend admits SM12x and builds the SM12x CUTLASS FP4 module.
+    assert_eq!(
+        verdict(
+            "flashinfer/gemm/gemm_base.py",
+            Some("_cutlass_gemm_fp4_requirement"),
+            &["supported_compute_capability"]
+        ),
+        "open"
+    );
     // Row 15: flashinfer's own decorator and JIT list agree ([90, 100] / [9, 10]): a wall.
     assert_eq!(
         verdict(
