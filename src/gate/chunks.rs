@@ -344,9 +344,12 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// A literal matcher that can use aho-corasick's SIMD prefilter.
+/// A literal matcher that can use aho-corasick's SIMD prefilter. Each one is used for a
+/// single pass over one file's pieces, so a contiguous NFA (cheap to build) beats a DFA
+/// (cheap to run, but costly to build for a one-off search).
 fn matcher(names: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
     AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
         .match_kind(aho_corasick::MatchKind::LeftmostFirst)
         .build(names)
 }
