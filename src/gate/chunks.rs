@@ -209,7 +209,7 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
 /// fixpoint, as `_is_sm90 = _is_cuda and ...` needs `_is_cuda = is_cuda()` and its import).
 fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
     let mut keep = holds.to_vec();
-    let mut used: HashSet<&[u8]> = HashSet::new();
+    let mut used: FxSet<&[u8]> = FxSet::default();
     for (i, piece) in pieces.iter().enumerate() {
         if keep[i] && !piece.is_header {
             used.extend(identifiers(&src[piece.range.0..piece.range.1]));
@@ -344,15 +344,78 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// A literal matcher that can use aho-corasick's SIMD prefilter. Each one is used for a
-/// single pass over one file's pieces, so a contiguous NFA (cheap to build) beats a DFA
-/// (cheap to run, but costly to build for a one-off search).
-fn matcher(names: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+/// Whether any of a few names occurs in a piece of text. Each matcher serves a single pass
+/// over one file's pieces, so its build cost counts: one to three names are searched for
+/// with memmem finders (nearly free to build), more with a contiguous NFA (cheaper to build
+/// than a DFA) that can use aho-corasick's SIMD prefilter.
+enum Matcher {
+    Few(Vec<memchr::memmem::Finder<'static>>),
+    Many(AhoCorasick),
+}
+
+impl Matcher {
+    fn is_match(&self, text: &[u8]) -> bool {
+        match self {
+            Matcher::Few(finders) => finders.iter().any(|f| f.find(text).is_some()),
+            Matcher::Many(automaton) => automaton.is_match(text),
+        }
+    }
+}
+
+fn matcher(names: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
+    if names.len() <= 3 {
+        return Ok(Matcher::Few(
+            names
+                .iter()
+                .map(|n| memchr::memmem::Finder::new(n.as_bytes()).into_owned())
+                .collect(),
+        ));
+    }
     AhoCorasick::builder()
         .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
         .match_kind(aho_corasick::MatchKind::LeftmostFirst)
         .build(names)
+        .map(Matcher::Many)
 }
+
+/// FxHash (rustc's): the identifier sets below hash short byte strings by the million, for
+/// which SipHash is several times slower. No untrusted-input concern: a slow file is all an
+/// adversary could cause.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type FxSet<T> = HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// Whether each piece, or any piece below it, is arch-dependent.
 fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
@@ -466,6 +529,18 @@ fn continues_compound(line: &[u8]) -> bool {
         })
 }
 
+/// The bytes `Lexer::feed` acts on outside strings.
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let bytes = b"#\"'([{)]}\\";
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Tracks brackets, strings and line continuations across lines.
 #[derive(Default)]
 struct Lexer {
@@ -484,6 +559,22 @@ impl Lexer {
         self.continued = false;
         let mut i = 0;
         while i < line.len() {
+            // Skip to the next byte that can change the state: inside a string, a backslash,
+            // the quote or a newline; outside, a byte of `SPECIAL`.
+            match self.string {
+                Some((quote, _)) => match memchr::memchr3(b'\\', quote, b'\n', &line[i..]) {
+                    Some(at) => i += at,
+                    None => break,
+                },
+                None => {
+                    while i < line.len() && !SPECIAL[line[i] as usize] {
+                        i += 1;
+                    }
+                    if i == line.len() {
+                        break;
+                    }
+                }
+            }
             let c = line[i];
             if let Some((quote, triple)) = self.string {
                 if c == b'\\' {
@@ -532,6 +623,73 @@ impl Lexer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte-at-a-time lexer `Lexer::feed` replaced; the fast one must agree with it.
+    fn reference_feed(lexer: &mut Lexer, line: &[u8]) {
+        lexer.continued = false;
+        let mut i = 0;
+        while i < line.len() {
+            let c = line[i];
+            if let Some((quote, triple)) = lexer.string {
+                if c == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if c == quote {
+                    if !triple {
+                        lexer.string = None;
+                    } else if line[i..].starts_with(&[quote, quote, quote]) {
+                        lexer.string = None;
+                        i += 3;
+                        continue;
+                    }
+                } else if c == b'\n' && !triple {
+                    lexer.string = None;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'#' => break,
+                b'"' | b'\'' => {
+                    let triple = line[i..].starts_with(&[c, c, c]);
+                    lexer.string = Some((c, triple));
+                    i += if triple { 3 } else { 1 };
+                    continue;
+                }
+                b'(' | b'[' | b'{' => lexer.depth += 1,
+                b')' | b']' | b'}' => lexer.depth -= 1,
+                b'\\' if line[i + 1..].iter().all(|b| *b == b'\n' || *b == b'\r') => {
+                    lexer.continued = true;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        if lexer.depth < 0 {
+            lexer.depth = 0;
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_lexer_agrees_with_reference(
+            text in proptest::collection::vec(
+                proptest::sample::select(b"ab #'\"\\()[]{}\n\r=:".to_vec()),
+                0..200,
+            )
+        ) {
+            let (mut fast, mut slow) = (Lexer::default(), Lexer::default());
+            for line in text.split_inclusive(|c| *c == b'\n') {
+                fast.feed(line);
+                reference_feed(&mut slow, line);
+                proptest::prop_assert_eq!(
+                    (fast.depth, fast.string, fast.continued),
+                    (slow.depth, slow.string, slow.continued)
+                );
+            }
+        }
+    }
 
     fn chunks(src: &str) -> Vec<&str> {
         top_level_statements(src.as_bytes())
