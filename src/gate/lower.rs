@@ -14,6 +14,8 @@ use super::ts::{F, NodeExt};
 pub const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES;
 /// Assignments without arch tokens larger than this are not lowered.
 const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
+/// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
+const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
 const MAX_EXPR_DEPTH: usize = 48;
 
@@ -29,6 +31,8 @@ pub struct Lowerer<'a> {
     /// Names bound (so far, anywhere in this file) to something that mentions an arch token:
     /// a site that uses one is a candidate even without a token of its own.
     archy_names: HashSet<String>,
+    /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
+    archy_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The last `archy_or_derived` answer: node id, end byte, names known then, answer.
     last_archy: Cell<Option<(usize, usize, usize, bool)>>,
 }
@@ -67,6 +71,7 @@ pub fn lower_parsed(
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_finders: Vec::new(),
         last_archy: Cell::new(None),
     };
     let root = tree.root_node();
@@ -120,10 +125,33 @@ impl<'a> Lowerer<'a> {
         {
             return hit;
         }
-        let hit = self.archy(node) || (!self.archy_names.is_empty() && self.uses_archy_name(node));
+        let hit = self.archy(node)
+            || (!self.archy_names.is_empty()
+                && self.may_use_archy_name(node)
+                && self.uses_archy_name(node));
         self.last_archy
             .set(Some((key.0, key.1, self.archy_names.len(), hit)));
         hit
+    }
+
+    fn add_archy_name(&mut self, name: String) {
+        if self.archy_names.len() < MAX_ARCHY_FINDERS && !self.archy_names.contains(&name) {
+            self.archy_finders
+                .push(memchr::memmem::Finder::new(name.as_bytes()).into_owned());
+        }
+        self.archy_names.insert(name);
+    }
+
+    /// A quick necessary condition for `uses_archy_name`: an identifier's text is part of
+    /// the text of every node above it, so a node whose text contains no arch-dependent name
+    /// uses none. Walking the subtree costs far more than a few memmem scans; with many
+    /// names the walk alone decides.
+    fn may_use_archy_name(&self, node: Node) -> bool {
+        if self.archy_names.len() > MAX_ARCHY_FINDERS {
+            return true;
+        }
+        let text = &self.src[node.byte_range()];
+        self.archy_finders.iter().any(|f| f.find(text).is_some())
     }
 
     fn uses_archy_name(&self, node: Node) -> bool {
@@ -267,10 +295,12 @@ impl<'a> Lowerer<'a> {
             for target in &lowered_targets {
                 match target {
                     Target::Name(name) => {
-                        self.archy_names.insert(name.clone());
+                        self.add_archy_name(name.clone());
                     }
                     Target::Tuple(names) => {
-                        self.archy_names.extend(names.iter().flatten().cloned());
+                        for name in names.iter().flatten() {
+                            self.add_archy_name(name.clone());
+                        }
                     }
                 }
             }
@@ -461,7 +491,7 @@ impl<'a> Lowerer<'a> {
             .unwrap_or_default();
         let index = self.ir.functions.len();
         if archy && body.is_some() && self.classes.is_empty() {
-            self.archy_names.insert(name.clone());
+            self.add_archy_name(name.clone());
         }
         let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
         self.ir.functions.push(FunctionIr {
@@ -1086,6 +1116,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_finders: Vec::new(),
         last_archy: Cell::new(None),
     };
     Ok(lowerer.expr(node, 0))
