@@ -129,7 +129,10 @@ fn walk_order(a: &Path, b: &Path) -> std::cmp::Ordering {
         a.as_os_str().as_encoded_bytes(),
         b.as_os_str().as_encoded_bytes(),
     );
-    a.iter().map(key).cmp(b.iter().map(key))
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => key(&a[i]).cmp(&key(&b[i])),
+        None => a.len().cmp(&b.len()),
+    }
 }
 
 fn relative(root: &Path, path: &Path) -> String {
