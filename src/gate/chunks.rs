@@ -209,12 +209,6 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
 /// fixpoint, as `_is_sm90 = _is_cuda and ...` needs `_is_cuda = is_cuda()` and its import).
 fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
     let mut keep = holds.to_vec();
-    let mut used: FxSet<&[u8]> = FxSet::default();
-    for (i, piece) in pieces.iter().enumerate() {
-        if keep[i] && !piece.is_header {
-            used.extend(identifiers(&src[piece.range.0..piece.range.1]));
-        }
-    }
     let candidates: Vec<(usize, Vec<&[u8]>)> = pieces
         .iter()
         .enumerate()
@@ -224,6 +218,21 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
         })
         .map(|(i, piece)| (i, bound_names(&src[piece.range.0..piece.range.1])))
         .collect();
+    // Only whether a candidate's names are read matters, so of the kept pieces' identifiers
+    // only those that some candidate binds are recorded (a cheap filter first: most
+    // identifiers are not), rather than every identifier of every kept piece.
+    let mut wanted = WordFilter::default();
+    for (_, names) in &candidates {
+        for name in names {
+            wanted.insert(name);
+        }
+    }
+    let mut used: FxSet<&[u8]> = FxSet::default();
+    for (i, piece) in pieces.iter().enumerate() {
+        if keep[i] && !piece.is_header {
+            wanted.collect(identifiers(&src[piece.range.0..piece.range.1]), &mut used);
+        }
+    }
     loop {
         let mut changed = false;
         for (i, names) in &candidates {
@@ -231,11 +240,42 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
                 keep[*i] = true;
                 changed = true;
                 let (s, e) = pieces[*i].range;
-                used.extend(identifiers(&src[s..e]));
+                wanted.collect(identifiers(&src[s..e]), &mut used);
             }
         }
         if !changed {
             return keep;
+        }
+    }
+}
+
+/// A set of words with a Bloom-style bit filter in front of it.
+#[derive(Default)]
+struct WordFilter<'a> {
+    bits: [u64; 16],
+    words: FxSet<&'a [u8]>,
+}
+
+impl<'a> WordFilter<'a> {
+    fn bit(word: &[u8]) -> usize {
+        let first = word.first().copied().unwrap_or(0) as usize;
+        let last = word.last().copied().unwrap_or(0) as usize;
+        (word.len().wrapping_mul(31) ^ first.wrapping_mul(7) ^ (last << 3)) & 1023
+    }
+
+    fn insert(&mut self, word: &'a [u8]) {
+        let bit = Self::bit(word);
+        self.bits[bit / 64] |= 1 << (bit % 64);
+        self.words.insert(word);
+    }
+
+    /// Adds to `out` the words of `words` that are in the set.
+    fn collect<'w>(&self, words: impl Iterator<Item = &'w [u8]>, out: &mut FxSet<&'w [u8]>) {
+        for word in words {
+            let bit = Self::bit(word);
+            if self.bits[bit / 64] & (1 << (bit % 64)) != 0 && self.words.contains(word) {
+                out.insert(word);
+            }
         }
     }
 }
