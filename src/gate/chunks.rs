@@ -210,12 +210,6 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
 /// fixpoint, as `_is_sm90 = _is_cuda and ...` needs `_is_cuda = is_cuda()` and its import).
 fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
     let mut keep = holds.to_vec();
-    let mut used: HashSet<&[u8]> = HashSet::new();
-    for (i, piece) in pieces.iter().enumerate() {
-        if keep[i] && !piece.is_header {
-            used.extend(identifiers(&src[piece.range.0..piece.range.1]));
-        }
-    }
     let candidates: Vec<(usize, Vec<&[u8]>)> = pieces
         .iter()
         .enumerate()
@@ -225,6 +219,21 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
         })
         .map(|(i, piece)| (i, bound_names(&src[piece.range.0..piece.range.1])))
         .collect();
+    // Only whether a candidate's names are read matters, so of the kept pieces' identifiers
+    // only those that some candidate binds are recorded (a cheap filter first: most
+    // identifiers are not), rather than every identifier of every kept piece.
+    let mut wanted = WordFilter::default();
+    for (_, names) in &candidates {
+        for name in names {
+            wanted.insert(name);
+        }
+    }
+    let mut used: FxSet<&[u8]> = FxSet::default();
+    for (i, piece) in pieces.iter().enumerate() {
+        if keep[i] && !piece.is_header {
+            wanted.collect(identifiers(&src[piece.range.0..piece.range.1]), &mut used);
+        }
+    }
     loop {
         let mut changed = false;
         for (i, names) in &candidates {
@@ -232,11 +241,42 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
                 keep[*i] = true;
                 changed = true;
                 let (s, e) = pieces[*i].range;
-                used.extend(identifiers(&src[s..e]));
+                wanted.collect(identifiers(&src[s..e]), &mut used);
             }
         }
         if !changed {
             return keep;
+        }
+    }
+}
+
+/// A set of words with a Bloom-style bit filter in front of it.
+#[derive(Default)]
+struct WordFilter<'a> {
+    bits: [u64; 16],
+    words: FxSet<&'a [u8]>,
+}
+
+impl<'a> WordFilter<'a> {
+    fn bit(word: &[u8]) -> usize {
+        let first = word.first().copied().unwrap_or(0) as usize;
+        let last = word.last().copied().unwrap_or(0) as usize;
+        (word.len().wrapping_mul(31) ^ first.wrapping_mul(7) ^ (last << 3)) & 1023
+    }
+
+    fn insert(&mut self, word: &'a [u8]) {
+        let bit = Self::bit(word);
+        self.bits[bit / 64] |= 1 << (bit % 64);
+        self.words.insert(word);
+    }
+
+    /// Adds to `out` the words of `words` that are in the set.
+    fn collect<'w>(&self, words: impl Iterator<Item = &'w [u8]>, out: &mut FxSet<&'w [u8]>) {
+        for word in words {
+            let bit = Self::bit(word);
+            if self.bits[bit / 64] & (1 << (bit % 64)) != 0 && self.words.contains(word) {
+                out.insert(word);
+            }
         }
     }
 }
@@ -345,12 +385,78 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// A literal matcher that can use aho-corasick's SIMD prefilter.
-fn matcher(names: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+/// Whether any of a few names occurs in a piece of text. Each matcher serves a single pass
+/// over one file's pieces, so its build cost counts: one to three names are searched for
+/// with memmem finders (nearly free to build), more with a contiguous NFA (cheaper to build
+/// than a DFA) that can use aho-corasick's SIMD prefilter.
+enum Matcher {
+    Few(Vec<memchr::memmem::Finder<'static>>),
+    Many(AhoCorasick),
+}
+
+impl Matcher {
+    fn is_match(&self, text: &[u8]) -> bool {
+        match self {
+            Matcher::Few(finders) => finders.iter().any(|f| f.find(text).is_some()),
+            Matcher::Many(automaton) => automaton.is_match(text),
+        }
+    }
+}
+
+fn matcher(names: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
+    if names.len() <= 3 {
+        return Ok(Matcher::Few(
+            names
+                .iter()
+                .map(|n| memchr::memmem::Finder::new(n.as_bytes()).into_owned())
+                .collect(),
+        ));
+    }
     AhoCorasick::builder()
+        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
         .match_kind(aho_corasick::MatchKind::LeftmostFirst)
         .build(names)
+        .map(Matcher::Many)
 }
+
+/// FxHash (rustc's): the identifier sets below hash short byte strings by the million, for
+/// which SipHash is several times slower. No untrusted-input concern: a slow file is all an
+/// adversary could cause.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type FxSet<T> = HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// Whether each piece, or any piece below it, is arch-dependent.
 fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
@@ -464,6 +570,18 @@ fn continues_compound(line: &[u8]) -> bool {
         })
 }
 
+/// The bytes `Lexer::feed` acts on outside strings.
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let bytes = b"#\"'([{)]}\\";
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Tracks brackets, strings and line continuations across lines.
 #[derive(Default)]
 struct Lexer {
@@ -482,6 +600,22 @@ impl Lexer {
         self.continued = false;
         let mut i = 0;
         while i < line.len() {
+            // Skip to the next byte that can change the state: inside a string, a backslash,
+            // the quote or a newline; outside, a byte of `SPECIAL`.
+            match self.string {
+                Some((quote, _)) => match memchr::memchr3(b'\\', quote, b'\n', &line[i..]) {
+                    Some(at) => i += at,
+                    None => break,
+                },
+                None => {
+                    while i < line.len() && !SPECIAL[line[i] as usize] {
+                        i += 1;
+                    }
+                    if i == line.len() {
+                        break;
+                    }
+                }
+            }
             let c = line[i];
             if let Some((quote, triple)) = self.string {
                 if c == b'\\' {
@@ -530,6 +664,73 @@ impl Lexer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte-at-a-time lexer `Lexer::feed` replaced; the fast one must agree with it.
+    fn reference_feed(lexer: &mut Lexer, line: &[u8]) {
+        lexer.continued = false;
+        let mut i = 0;
+        while i < line.len() {
+            let c = line[i];
+            if let Some((quote, triple)) = lexer.string {
+                if c == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if c == quote {
+                    if !triple {
+                        lexer.string = None;
+                    } else if line[i..].starts_with(&[quote, quote, quote]) {
+                        lexer.string = None;
+                        i += 3;
+                        continue;
+                    }
+                } else if c == b'\n' && !triple {
+                    lexer.string = None;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'#' => break,
+                b'"' | b'\'' => {
+                    let triple = line[i..].starts_with(&[c, c, c]);
+                    lexer.string = Some((c, triple));
+                    i += if triple { 3 } else { 1 };
+                    continue;
+                }
+                b'(' | b'[' | b'{' => lexer.depth += 1,
+                b')' | b']' | b'}' => lexer.depth -= 1,
+                b'\\' if line[i + 1..].iter().all(|b| *b == b'\n' || *b == b'\r') => {
+                    lexer.continued = true;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        if lexer.depth < 0 {
+            lexer.depth = 0;
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_lexer_agrees_with_reference(
+            text in proptest::collection::vec(
+                proptest::sample::select(b"ab #'\"\\()[]{}\n\r=:".to_vec()),
+                0..200,
+            )
+        ) {
+            let (mut fast, mut slow) = (Lexer::default(), Lexer::default());
+            for line in text.split_inclusive(|c| *c == b'\n') {
+                fast.feed(line);
+                reference_feed(&mut slow, line);
+                proptest::prop_assert_eq!(
+                    (fast.depth, fast.string, fast.continued),
+                    (slow.depth, slow.string, slow.continued)
+                );
+            }
+        }
+    }
 
     fn chunks(src: &str) -> Vec<&str> {
         top_level_statements(src.as_bytes())

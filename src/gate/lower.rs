@@ -1,17 +1,21 @@
 //! Lowering a tree-sitter-python tree into the module IR: imports, module-level assignments,
 //! functions, local assignments, and the candidate decision sites that may be gates.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
 use super::ir::*;
 use super::tokens::Tokens;
+use super::ts::{F, NodeExt};
 
 /// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
 pub const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES;
 /// Assignments without arch tokens larger than this are not lowered.
 const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
+/// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
+const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
 const MAX_EXPR_DEPTH: usize = 48;
 
@@ -27,6 +31,10 @@ pub struct Lowerer<'a> {
     /// Names bound (so far, anywhere in this file) to something that mentions an arch token:
     /// a site that uses one is a candidate even without a token of its own.
     archy_names: HashSet<String>,
+    /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
+    archy_finders: Vec<memchr::memmem::Finder<'static>>,
+    /// The last `archy_or_derived` answer: node id, end byte, names known then, answer.
+    last_archy: Cell<Option<(usize, usize, usize, bool)>>,
 }
 
 /// Lowers one parsed file.
@@ -63,6 +71,8 @@ pub fn lower_parsed(
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_finders: Vec::new(),
+        last_archy: Cell::new(None),
     };
     let root = tree.root_node();
     if root.has_error() {
@@ -103,20 +113,57 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Arch tokens in the text, or a use of a name already known to be arch-dependent.
+    ///
+    /// Callers often ask twice in a row about one node (an assignment's value is tested, then
+    /// recorded as a site, then scanned), so the last answer is kept: a `true` stays true
+    /// (names are only ever added), a `false` holds while no name was added.
     fn archy_or_derived(&self, node: Node) -> bool {
-        self.archy(node) || (!self.archy_names.is_empty() && self.uses_archy_name(node))
+        let key = (node.id(), node.end_byte());
+        if let Some((id, end, names, hit)) = self.last_archy.get()
+            && (id, end) == key
+            && (hit || names == self.archy_names.len())
+        {
+            return hit;
+        }
+        let hit = self.archy(node)
+            || (!self.archy_names.is_empty()
+                && self.may_use_archy_name(node)
+                && self.uses_archy_name(node));
+        self.last_archy
+            .set(Some((key.0, key.1, self.archy_names.len(), hit)));
+        hit
+    }
+
+    fn add_archy_name(&mut self, name: String) {
+        if self.archy_names.len() < MAX_ARCHY_FINDERS && !self.archy_names.contains(&name) {
+            self.archy_finders
+                .push(memchr::memmem::Finder::new(name.as_bytes()).into_owned());
+        }
+        self.archy_names.insert(name);
+    }
+
+    /// A quick necessary condition for `uses_archy_name`: an identifier's text is part of
+    /// the text of every node above it, so a node whose text contains no arch-dependent name
+    /// uses none. Walking the subtree costs far more than a few memmem scans; with many
+    /// names the walk alone decides.
+    fn may_use_archy_name(&self, node: Node) -> bool {
+        if self.archy_names.len() > MAX_ARCHY_FINDERS {
+            return true;
+        }
+        let text = &self.src[node.byte_range()];
+        self.archy_finders.iter().any(|f| f.find(text).is_some())
     }
 
     fn uses_archy_name(&self, node: Node) -> bool {
-        if node.kind() == "identifier" {
+        if node.kind_name() == "identifier" {
             return self.archy_names.contains(self.text(node));
         }
         let mut cursor = node.walk();
         node.named_children(&mut cursor)
-            .any(|child| child.kind() != "attribute" && self.uses_archy_name(child))
-            || (node.kind() == "attribute"
+            .any(|child| child.kind_name() != "attribute" && self.uses_archy_name(child))
+            || (node.kind_name() == "attribute"
                 && node
-                    .child_by_field_name("object")
+                    .field(F::Object)
                     .is_some_and(|o| self.uses_archy_name(o)))
     }
 
@@ -133,7 +180,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn statement(&mut self, node: Node) {
-        match node.kind() {
+        match node.kind_name() {
             "import_statement" => self.import(node),
             "import_from_statement" => self.import_from(node),
             "future_import_statement" => {}
@@ -158,7 +205,7 @@ impl<'a> Lowerer<'a> {
     fn visit_bodies(&mut self, node: Node) {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            match child.kind() {
+            match child.kind_name() {
                 "block" => self.block(child),
                 "except_clause"
                 | "else_clause"
@@ -176,7 +223,7 @@ impl<'a> Lowerer<'a> {
 
     /// `if`, `elif` and `while`: the condition is a candidate site; then the bodies.
     fn conditional(&mut self, node: Node) {
-        if let Some(cond) = node.child_by_field_name("condition") {
+        if let Some(cond) = node.field(F::Condition) {
             self.site(SiteKind::Test, cond);
             self.scan_expression(cond);
         }
@@ -191,12 +238,12 @@ impl<'a> Lowerer<'a> {
             let is_min_cap = self.ir.functions[function]
                 .qualname
                 .ends_with("get_min_capability");
-            let kind = if is_min_cap && value.kind() == "integer" {
+            let kind = if is_min_cap && value.kind_name() == "integer" {
                 SiteKind::MinCapability
             } else {
                 SiteKind::Return
             };
-            if value.kind() != "conditional_expression" {
+            if value.kind_name() != "conditional_expression" {
                 self.site(kind, value);
             }
         }
@@ -207,7 +254,7 @@ impl<'a> Lowerer<'a> {
         let Some(expr) = node.named_child(0) else {
             return;
         };
-        if expr.kind() != "assignment" {
+        if expr.kind_name() != "assignment" {
             self.scan_expression(expr);
             return;
         }
@@ -215,11 +262,11 @@ impl<'a> Lowerer<'a> {
         let mut targets = Vec::new();
         let mut current = expr;
         let value = loop {
-            if let Some(left) = current.child_by_field_name("left") {
+            if let Some(left) = current.field(F::Left) {
                 targets.push(left);
             }
-            match current.child_by_field_name("right") {
-                Some(right) if right.kind() == "assignment" => current = right,
+            match current.field(F::Right) {
+                Some(right) if right.kind_name() == "assignment" => current = right,
                 Some(right) => break Some(right),
                 None => break None,
             }
@@ -248,17 +295,19 @@ impl<'a> Lowerer<'a> {
             for target in &lowered_targets {
                 match target {
                     Target::Name(name) => {
-                        self.archy_names.insert(name.clone());
+                        self.add_archy_name(name.clone());
                     }
                     Target::Tuple(names) => {
-                        self.archy_names.extend(names.iter().flatten().cloned());
+                        for name in names.iter().flatten() {
+                            self.add_archy_name(name.clone());
+                        }
                     }
                 }
             }
         }
         let single_name = lowered_targets.iter().any(|t| matches!(t, Target::Name(_)));
         let flag_like =
-            single_name && !is_literal(value) && value.kind() != "conditional_expression";
+            single_name && !is_literal(value) && value.kind_name() != "conditional_expression";
         if self.at_module_level() {
             for target in &lowered_targets {
                 if let Target::Name(name) = target {
@@ -285,13 +334,13 @@ impl<'a> Lowerer<'a> {
     }
 
     fn target(&self, node: Node) -> Option<Target> {
-        match node.kind() {
+        match node.kind_name() {
             "identifier" => Some(Target::Name(self.owned_text(node))),
             "pattern_list" | "tuple_pattern" | "list_pattern" => {
                 let mut cursor = node.walk();
                 let names = node
                     .named_children(&mut cursor)
-                    .map(|n| (n.kind() == "identifier").then(|| self.owned_text(n)))
+                    .map(|n| (n.kind_name() == "identifier").then(|| self.owned_text(n)))
                     .collect();
                 Some(Target::Tuple(names))
             }
@@ -302,17 +351,15 @@ impl<'a> Lowerer<'a> {
     fn import(&mut self, node: Node) {
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
-            match name.kind() {
+            match name.kind_name() {
                 "dotted_name" => {
                     let dotted = self.owned_text(name);
                     let first = dotted.split('.').next().unwrap_or(&dotted).to_string();
                     self.ir.imports.insert(first.clone(), Import::Module(first));
                 }
                 "aliased_import" => {
-                    let (Some(target), Some(alias)) = (
-                        name.child_by_field_name("name"),
-                        name.child_by_field_name("alias"),
-                    ) else {
+                    let (Some(target), Some(alias)) = (name.field(F::Name), name.field(F::Alias))
+                    else {
                         continue;
                     };
                     self.ir.imports.insert(
@@ -326,14 +373,14 @@ impl<'a> Lowerer<'a> {
     }
 
     fn import_from(&mut self, node: Node) {
-        let Some(module_node) = node.child_by_field_name("module_name") else {
+        let Some(module_node) = node.field(F::ModuleName) else {
             return;
         };
         let module = self.absolute_module(module_node);
         let mut cursor = node.walk();
         let mut star = false;
         for child in node.named_children(&mut cursor) {
-            if child.kind() == "wildcard_import" {
+            if child.kind_name() == "wildcard_import" {
                 star = true;
             }
         }
@@ -343,12 +390,9 @@ impl<'a> Lowerer<'a> {
         }
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
-            let (member, local) = match name.kind() {
+            let (member, local) = match name.kind_name() {
                 "dotted_name" => (self.owned_text(name), self.owned_text(name)),
-                "aliased_import" => match (
-                    name.child_by_field_name("name"),
-                    name.child_by_field_name("alias"),
-                ) {
+                "aliased_import" => match (name.field(F::Name), name.field(F::Alias)) {
                     (Some(n), Some(a)) => (self.owned_text(n), self.owned_text(a)),
                     _ => continue,
                 },
@@ -362,7 +406,7 @@ impl<'a> Lowerer<'a> {
 
     /// Turns `.x`, `..x` and `a.b` into an absolute dotted module name.
     fn absolute_module(&self, node: Node) -> String {
-        if node.kind() != "relative_import" {
+        if node.kind_name() != "relative_import" {
             return self.owned_text(node);
         }
         let text = self.text(node);
@@ -384,27 +428,27 @@ impl<'a> Lowerer<'a> {
         let mut decorators = Vec::new();
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
-            if child.kind() == "decorator"
+            if child.kind_name() == "decorator"
                 && let Some(expr) = child.named_child(0)
             {
                 decorators.push(expr);
             }
         }
-        match node.child_by_field_name("definition") {
-            Some(def) if def.kind() == "function_definition" => {
+        match node.field(F::Definition) {
+            Some(def) if def.kind_name() == "function_definition" => {
                 self.function(def, decorators);
             }
-            Some(def) if def.kind() == "class_definition" => self.class(def),
+            Some(def) if def.kind_name() == "class_definition" => self.class(def),
             _ => {}
         }
     }
 
     fn class(&mut self, node: Node) {
         let name = node
-            .child_by_field_name("name")
+            .field(F::Name)
             .map(|n| self.owned_text(n))
             .unwrap_or_default();
-        let bases = node.child_by_field_name("superclasses");
+        let bases = node.field(F::Superclasses);
         if let Some(bases) = bases
             && self.text(bases).contains("NamedTuple")
             && self.classes.is_empty()
@@ -415,7 +459,7 @@ impl<'a> Lowerer<'a> {
             .map(|b| {
                 let mut cursor = b.walk();
                 b.named_children(&mut cursor)
-                    .filter(|c| c.kind() != "keyword_argument" && c.kind() != "comment")
+                    .filter(|c| c.kind_name() != "keyword_argument" && c.kind_name() != "comment")
                     .map(|c| self.expr(c, 0))
                     .collect()
             })
@@ -423,7 +467,7 @@ impl<'a> Lowerer<'a> {
         let qualname = self.qualname(&name);
         self.ir.classes.insert(qualname, base_exprs);
         self.classes.push(name);
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = node.field(F::Body) {
             self.block(body);
         }
         self.classes.pop();
@@ -431,23 +475,23 @@ impl<'a> Lowerer<'a> {
 
     fn function(&mut self, node: Node, decorators: Vec<Node>) {
         let name = node
-            .child_by_field_name("name")
+            .field(F::Name)
             .map(|n| self.owned_text(n))
             .unwrap_or_default();
         let qualname = self.qualname(&name);
-        let body_node = node.child_by_field_name("body");
+        let body_node = node.field(F::Body);
         let archy = self.archy(node);
         // Only arch-dependent helpers are ever inferred; others resolve to free conditions.
         let body = body_node
             .filter(|_| archy && node.byte_range().len() <= MAX_HELPER_BODY_BYTES)
             .map(|b| self.stmts(b));
         let params = node
-            .child_by_field_name("parameters")
+            .field(F::Parameters)
             .map(|p| self.params(p))
             .unwrap_or_default();
         let index = self.ir.functions.len();
         if archy && body.is_some() && self.classes.is_empty() {
-            self.archy_names.insert(name.clone());
+            self.add_archy_name(name.clone());
         }
         let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
         self.ir.functions.push(FunctionIr {
@@ -485,9 +529,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn is_capability_decorator(&self, node: Node) -> bool {
-        node.kind() == "call"
+        node.kind_name() == "call"
             && node
-                .child_by_field_name("function")
+                .field(F::Function)
                 .is_some_and(|f| self.text(f).ends_with("supported_compute_capability"))
     }
 
@@ -505,24 +549,24 @@ impl<'a> Lowerer<'a> {
         let mut out = Vec::new();
         let mut cursor = node.walk();
         for p in node.named_children(&mut cursor) {
-            let (name, default, annotation) = match p.kind() {
+            let (name, default, annotation) = match p.kind_name() {
                 "identifier" => (Some(self.owned_text(p)), None, None),
                 "default_parameter" => (
-                    p.child_by_field_name("name").map(|n| self.owned_text(n)),
-                    p.child_by_field_name("value").map(|v| self.expr(v, 0)),
+                    p.field(F::Name).map(|n| self.owned_text(n)),
+                    p.field(F::Value).map(|v| self.expr(v, 0)),
                     None,
                 ),
                 "typed_parameter" => (
                     p.named_child(0)
-                        .filter(|n| n.kind() == "identifier")
+                        .filter(|n| n.kind_name() == "identifier")
                         .map(|n| self.owned_text(n)),
                     None,
-                    p.child_by_field_name("type").map(|t| self.owned_text(t)),
+                    p.field(F::Type).map(|t| self.owned_text(t)),
                 ),
                 "typed_default_parameter" => (
-                    p.child_by_field_name("name").map(|n| self.owned_text(n)),
-                    p.child_by_field_name("value").map(|v| self.expr(v, 0)),
-                    p.child_by_field_name("type").map(|t| self.owned_text(t)),
+                    p.field(F::Name).map(|n| self.owned_text(n)),
+                    p.field(F::Value).map(|v| self.expr(v, 0)),
+                    p.field(F::Type).map(|t| self.owned_text(t)),
                 ),
                 _ => (None, None, None),
             };
@@ -548,17 +592,17 @@ impl<'a> Lowerer<'a> {
     }
 
     fn stmt_into(&self, node: Node, out: &mut Vec<Stmt>) {
-        match node.kind() {
+        match node.kind_name() {
             "return_statement" => {
                 out.push(Stmt::Return(node.named_child(0).map(|v| self.expr(v, 0))))
             }
             "if_statement" => out.push(self.if_stmt(node)),
             "expression_statement" => {
-                if let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment")
-                    && let (Some(left), Some(right)) = (
-                        assign.child_by_field_name("left"),
-                        assign.child_by_field_name("right"),
-                    )
+                if let Some(assign) = node
+                    .named_child(0)
+                    .filter(|n| n.kind_name() == "assignment")
+                    && let (Some(left), Some(right)) =
+                        (assign.field(F::Left), assign.field(F::Right))
                     && let Some(target) = self.target(left)
                 {
                     out.push(Stmt::Assign {
@@ -571,7 +615,7 @@ impl<'a> Lowerer<'a> {
             // `with` and `try` bodies run in the common case; modelling them inline keeps
             // helpers like `try: return f() except: return False` inferable.
             "with_statement" | "try_statement" => {
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field(F::Body) {
                     out.extend(self.stmts(body));
                 }
             }
@@ -593,11 +637,11 @@ impl<'a> Lowerer<'a> {
     /// An `if` or `elif` clause with what follows it as the else branch.
     fn if_clause(&self, clause: Node, rest: &[Node]) -> Stmt {
         let test = clause
-            .child_by_field_name("condition")
+            .field(F::Condition)
             .map(|c| self.expr(c, 0))
             .unwrap_or(Expr::Other(String::new()));
         let body = clause
-            .child_by_field_name("consequence")
+            .field(F::Consequence)
             .map(|b| self.stmts(b))
             .unwrap_or_default();
         Stmt::If {
@@ -611,10 +655,10 @@ impl<'a> Lowerer<'a> {
         let Some((first, rest)) = alternatives.split_first() else {
             return Vec::new();
         };
-        match first.kind() {
+        match first.kind_name() {
             "elif_clause" => vec![self.if_clause(*first, rest)],
             "else_clause" => first
-                .child_by_field_name("body")
+                .field(F::Body)
                 .map(|b| self.stmts(b))
                 .unwrap_or_default(),
             _ => Vec::new(),
@@ -666,7 +710,7 @@ impl<'a> Lowerer<'a> {
     /// Below an arch-dependent expression every part is visited without re-testing: the
     /// test walks the subtree, and repeating it per level would be quadratic.
     fn scan_archy_expression(&mut self, node: Node) {
-        match node.kind() {
+        match node.kind_name() {
             "conditional_expression" => {
                 if let Some(test) = node.named_child(1) {
                     self.site(SiteKind::ValueSelect, test);
@@ -683,17 +727,17 @@ impl<'a> Lowerer<'a> {
     }
 
     fn is_jit_arch_call(&self, node: Node) -> bool {
-        let Some(function) = node.child_by_field_name("function") else {
+        let Some(function) = node.field(F::Function) else {
             return false;
         };
         if self.text(function).ends_with("get_nvcc_flags_list") {
             return true;
         }
-        node.child_by_field_name("arguments").is_some_and(|args| {
+        node.field(F::Arguments).is_some_and(|args| {
             let mut cursor = args.walk();
             args.named_children(&mut cursor).any(|a| {
-                a.kind() == "keyword_argument"
-                    && a.child_by_field_name("name")
+                a.kind_name() == "keyword_argument"
+                    && a.field(F::Name)
                         .is_some_and(|n| self.text(n) == "supported_major_versions")
             })
         })
@@ -705,16 +749,16 @@ impl<'a> Lowerer<'a> {
             return Expr::Other(self.owned_text(node));
         }
         let d = depth + 1;
-        let child = |field: &str| node.child_by_field_name(field);
+        let child = |field: F| node.field(field);
         let lower = |n: Option<Node>| -> Expr {
             n.map(|n| self.expr(n, d))
                 .unwrap_or_else(|| Expr::Other(String::new()))
         };
-        match node.kind() {
+        match node.kind_name() {
             "identifier" => Expr::Name(self.owned_text(node)),
             "attribute" => Expr::Attr(
-                Box::new(lower(child("object"))),
-                child("attribute")
+                Box::new(lower(child(F::Object))),
+                child(F::Attribute)
                     .map(|a| self.owned_text(a))
                     .unwrap_or_default(),
             ),
@@ -729,7 +773,7 @@ impl<'a> Lowerer<'a> {
                 } else {
                     Expr::Tuple(subs.iter().map(|s| self.expr(*s, d)).collect())
                 };
-                Expr::Subscript(Box::new(lower(child("value"))), Box::new(index))
+                Expr::Subscript(Box::new(lower(child(F::Value))), Box::new(index))
             }
             "slice" => Expr::Slice,
             "integer" => parse_int(self.text(node))
@@ -746,13 +790,13 @@ impl<'a> Lowerer<'a> {
                 let mut cursor = node.walk();
                 let pairs = node
                     .named_children(&mut cursor)
-                    .filter(|p| p.kind() == "pair")
+                    .filter(|p| p.kind_name() == "pair")
                     .map(|p| {
                         (
-                            p.child_by_field_name("key")
+                            p.field(F::Key)
                                 .map(|k| self.expr(k, d))
                                 .unwrap_or(Expr::NoneLit),
-                            p.child_by_field_name("value")
+                            p.field(F::Value)
                                 .map(|v| self.expr(v, d))
                                 .unwrap_or(Expr::NoneLit),
                         )
@@ -761,14 +805,14 @@ impl<'a> Lowerer<'a> {
                 Expr::Dict(pairs)
             }
             "parenthesized_expression" => match node.named_child(0) {
-                Some(inner) if inner.kind() != "comment" => self.expr(inner, d),
+                Some(inner) if inner.kind_name() != "comment" => self.expr(inner, d),
                 _ => Expr::Other(self.owned_text(node)),
             },
             "boolean_operator" => self.bool_op(node, d),
-            "not_operator" => Expr::Not(Box::new(lower(child("argument")))),
+            "not_operator" => Expr::Not(Box::new(lower(child(F::Argument)))),
             "comparison_operator" => self.comparison(node, d),
             "binary_operator" => {
-                let op = match child("operator").map(|o| self.text(o)) {
+                let op = match child(F::Operator).map(|o| self.text(o)) {
                     Some("+") => BinOp::Add,
                     Some("-") => BinOp::Sub,
                     Some("*") => BinOp::Mul,
@@ -778,15 +822,17 @@ impl<'a> Lowerer<'a> {
                 };
                 Expr::BinOp(
                     op,
-                    Box::new(lower(child("left"))),
-                    Box::new(lower(child("right"))),
+                    Box::new(lower(child(F::Left))),
+                    Box::new(lower(child(F::Right))),
                 )
             }
             "unary_operator" => {
-                match (child("operator").map(|o| self.text(o)), child("argument")) {
-                    (Some("-"), Some(arg)) if arg.kind() == "integer" => parse_int(self.text(arg))
-                        .map(|v| Expr::Int(-v))
-                        .unwrap_or_else(|| Expr::Other(self.owned_text(node))),
+                match (child(F::Operator).map(|o| self.text(o)), child(F::Argument)) {
+                    (Some("-"), Some(arg)) if arg.kind_name() == "integer" => {
+                        parse_int(self.text(arg))
+                            .map(|v| Expr::Int(-v))
+                            .unwrap_or_else(|| Expr::Other(self.owned_text(node)))
+                    }
                     _ => Expr::Other(self.owned_text(node)),
                 }
             }
@@ -808,27 +854,25 @@ impl<'a> Lowerer<'a> {
     fn children(&self, node: Node, depth: usize) -> Vec<Expr> {
         let mut cursor = node.walk();
         node.named_children(&mut cursor)
-            .filter(|c| c.kind() != "comment")
+            .filter(|c| c.kind_name() != "comment")
             .map(|c| self.expr(c, depth))
             .collect()
     }
 
     fn call(&self, node: Node, depth: usize) -> Expr {
         let func = node
-            .child_by_field_name("function")
+            .field(F::Function)
             .map(|f| self.expr(f, depth))
             .unwrap_or(Expr::Other(String::new()));
         let mut args = Vec::new();
         let mut kwargs = Vec::new();
-        if let Some(arguments) = node.child_by_field_name("arguments") {
+        if let Some(arguments) = node.field(F::Arguments) {
             let mut cursor = arguments.walk();
             for arg in arguments.named_children(&mut cursor) {
-                match arg.kind() {
+                match arg.kind_name() {
                     "keyword_argument" => {
-                        if let (Some(name), Some(value)) = (
-                            arg.child_by_field_name("name"),
-                            arg.child_by_field_name("value"),
-                        ) {
+                        if let (Some(name), Some(value)) = (arg.field(F::Name), arg.field(F::Value))
+                        {
                             kwargs.push((self.owned_text(name), self.expr(value, depth)));
                         }
                     }
@@ -846,11 +890,11 @@ impl<'a> Lowerer<'a> {
 
     fn bool_op(&self, node: Node, depth: usize) -> Expr {
         let is_and = node
-            .child_by_field_name("operator")
+            .field(F::Operator)
             .is_some_and(|o| self.text(o) == "and");
         let mut operands = Vec::new();
-        for field in ["left", "right"] {
-            let Some(side) = node.child_by_field_name(field) else {
+        for field in [F::Left, F::Right] {
+            let Some(side) = node.field(field) else {
                 continue;
             };
             match self.expr(side, depth) {
@@ -874,7 +918,7 @@ impl<'a> Lowerer<'a> {
         let mut pending_is = false;
         for child in node.children(&mut cursor) {
             if child.is_named() {
-                if child.kind() == "comment" {
+                if child.kind_name() == "comment" {
                     continue;
                 }
                 if pending_is {
@@ -920,7 +964,7 @@ impl<'a> Lowerer<'a> {
         let mut cursor = node.walk();
         let mut content = String::new();
         for child in node.named_children(&mut cursor) {
-            match child.kind() {
+            match child.kind_name() {
                 "string_content" => content.push_str(self.text(child)),
                 "interpolation" => return Expr::Other(self.owned_text(node)),
                 _ => {}
@@ -955,7 +999,7 @@ fn fixed_arch_flags(source: &[u8]) -> Vec<String> {
 
 fn is_literal(node: Node) -> bool {
     matches!(
-        node.kind(),
+        node.kind_name(),
         "integer"
             | "float"
             | "string"
@@ -974,12 +1018,12 @@ fn is_literal(node: Node) -> bool {
 }
 
 fn contains_kind(node: Node, kind: &str) -> bool {
-    if node.kind() == kind {
+    if node.kind_name() == kind {
         return true;
     }
     let mut cursor = node.walk();
     node.named_children(&mut cursor)
-        .any(|c| c.kind() != "function_definition" && contains_kind(c, kind))
+        .any(|c| c.kind_name() != "function_definition" && contains_kind(c, kind))
 }
 
 fn parse_int(text: &str) -> Option<i64> {
@@ -1018,14 +1062,21 @@ pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
     let mut point_at = |offset: usize| {
         row += memchr::memchr_iter(b'\n', &src[scanned..offset]).count();
         scanned = offset;
-        let line_start = src[..offset]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
+        let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
         tree_sitter::Point::new(row, offset - line_start)
     };
-    let mut included = Vec::with_capacity(ranges.len());
+    // Adjacent ranges are one range to the parser (the same bytes in the same order), and
+    // tree-sitter finds the range of a position by a linear scan at every token: fewer
+    // ranges, faster lexing.
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
     for &(start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => merged.push((start, end)),
+        }
+    }
+    let mut included = Vec::with_capacity(merged.len());
+    for (start, end) in merged {
         let start_point = point_at(start);
         let end_point = point_at(end);
         included.push(tree_sitter::Range {
@@ -1053,7 +1104,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
     }
     let statement = root
         .named_child(0)
-        .filter(|n| n.kind() == "expression_statement" && root.named_child_count() == 1)
+        .filter(|n| n.kind_name() == "expression_statement" && root.named_child_count() == 1)
         .ok_or("expected exactly one expression")?;
     let node = statement.named_child(0).ok_or("empty expression")?;
     let tokens = Tokens::new(Vec::<String>::new());
@@ -1065,6 +1116,8 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_finders: Vec::new(),
+        last_archy: Cell::new(None),
     };
     Ok(lowerer.expr(node, 0))
 }

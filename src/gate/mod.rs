@@ -8,3 +8,4 @@ pub mod predicate;
 pub mod resolve;
 pub mod sites;
 pub mod tokens;
+pub mod ts;
