@@ -506,3 +506,21 @@ fn an_explicit_ledger_folder_is_used_by_every_command() {
     );
     assert_eq!(hash_tree(&root), before);
 }
+
+#[test]
+fn status_json_has_one_shape_with_and_without_a_ledger() {
+    let (_guard, root) = venv_copy("fusion");
+    let keys = |out: std::process::Output| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut keys: Vec<String> = doc.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        (keys, doc)
+    };
+    let (before, doc) = keys(command("status", &root, &["--format", "json"]));
+    assert_eq!(doc["applied"].as_array().unwrap().len(), 0);
+    assert_eq!(apply(&root, &[]).status.code(), Some(0));
+    let (after, doc) = keys(command("status", &root, &["--format", "json"]));
+    assert_eq!(before, after);
+    assert_eq!(doc["applied"][0]["txn"], 1);
+    assert_eq!(doc["applied"][0]["target"], "sm_120");
+}

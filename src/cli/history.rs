@@ -144,10 +144,22 @@ pub fn status(args: StatusArgs) -> Result<i32> {
     let dir = args.site.ledger_dir(&root);
     let Some(ledger) = Ledger::open(&dir, &root)? else {
         match args.format {
-            Format::Json => println!(
-                "{}",
-                serde_json::json!({"site": root.display().to_string(), "ledger": null, "applied": []})
-            ),
+            Format::Json => {
+                // The same document as with a ledger, so tools need not special-case it.
+                let empty = Status {
+                    site: root.display().to_string(),
+                    ledger: dir.display().to_string(),
+                    interrupted: None,
+                    applied: Vec::new(),
+                    unverified: Vec::new(),
+                    drifted: Vec::new(),
+                    leftover_temp_files: Vec::new(),
+                };
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&empty).expect("status serialises")
+                );
+            }
             Format::Human => println!("no gatefix transactions: no ledger at {}", dir.display()),
         }
         return Ok(exit::OK);
