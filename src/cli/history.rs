@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{Format, WriteSiteArgs};
 use crate::error::{Error, Result, exit};
 use crate::ledger::fsio::temp_path;
-use crate::ledger::history::{History, Kind, Phase, Record};
+use crate::ledger::history::{History, Phase, Record};
 use crate::ledger::lock::SiteLock;
 use crate::ledger::revert::{Outcome, Which};
 use crate::ledger::txn::recover;
@@ -67,10 +67,7 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
         } else {
             "undone"
         };
-        let kind = match recovered.kind {
-            Kind::Apply => "apply",
-            Kind::Revert => "revert",
-        };
+        let kind = recovered.kind.word();
         println!(
             "transaction {} ({kind}) had been interrupted; {what}: {} file(s) restored{}",
             recovered.txn,

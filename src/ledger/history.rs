@@ -28,6 +28,16 @@ pub enum Kind {
     Revert,
 }
 
+impl Kind {
+    /// As the `Gatefix-Action` trailer spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Apply => "apply",
+            Kind::Revert => "revert",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PatchEntry {
     pub id: String,
@@ -161,11 +171,10 @@ fn parse(commit: &Commit) -> Option<Record> {
         "saved" => Phase::Saved,
         _ => return None,
     };
-    let kind = match get(TRAILER_KIND).next()?.as_str() {
-        "apply" => Kind::Apply,
-        "revert" => Kind::Revert,
-        _ => return None,
-    };
+    let action = get(TRAILER_KIND).next()?;
+    let kind = [Kind::Apply, Kind::Revert]
+        .into_iter()
+        .find(|k| k.word() == action)?;
     let patches = get(TRAILER_PATCH)
         .map(|v| {
             let (id, status) = v.split_once(' ').unwrap_or((&v, "verified"));

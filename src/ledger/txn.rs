@@ -50,14 +50,7 @@ impl Meta {
         let mut t = vec![
             (TRAILER_TXN, txn.to_string()),
             (TRAILER_PHASE, phase.to_string()),
-            (
-                TRAILER_KIND,
-                match self.kind {
-                    Kind::Apply => "apply",
-                    Kind::Revert => "revert",
-                }
-                .to_string(),
-            ),
+            (TRAILER_KIND, self.kind.word().to_string()),
         ];
         if let Some(target) = &self.target {
             t.push((TRAILER_TARGET, target.clone()));
@@ -323,27 +316,21 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
 }
 
 fn rollback_message(begin: &Record, subject: &str) -> String {
-    let commit_text =
-        "gatefix was interrupted during this transaction; every file is back at its pre-image.";
-    let mut trailers = vec![
-        (TRAILER_TXN, begin.txn.to_string()),
-        (TRAILER_PHASE, "rollback".to_string()),
-        (
-            TRAILER_KIND,
-            match begin.kind {
-                Kind::Apply => "apply",
-                Kind::Revert => "revert",
-            }
-            .to_string(),
-        ),
-    ];
-    if let Some(target) = &begin.target {
-        trailers.push((TRAILER_TARGET, target.clone()));
-    }
-    for file in &begin.files {
-        trailers.push((TRAILER_FILE, file.clone()));
-    }
-    message(&format!("rollback: {subject}"), commit_text, &trailers)
+    let meta = Meta {
+        kind: begin.kind,
+        target: begin.target.clone(),
+        patches: begin.patches.clone(),
+        dists: begin.dists.clone(),
+        reverts: begin.reverts.clone(),
+        subject: subject.to_string(),
+        body: String::new(),
+    };
+    let files: Vec<&str> = begin.files.iter().map(String::as_str).collect();
+    message(
+        &format!("rollback: {subject}"),
+        "gatefix was interrupted during this transaction; every file is back at its pre-image.",
+        &meta.trailers(begin.txn, "rollback", &files),
+    )
 }
 
 /// Records bytes found in the site that gatefix did not write, before they are replaced.
@@ -355,7 +342,7 @@ pub fn save_drift(ledger: &Ledger, context: &Record, drift: &[(String, Vec<u8>)]
     let mut trailers = vec![
         (TRAILER_TXN, context.txn.to_string()),
         (TRAILER_PHASE, "saved".to_string()),
-        (TRAILER_KIND, "revert".to_string()),
+        (TRAILER_KIND, Kind::Revert.word().to_string()),
     ];
     for (file, _) in drift {
         trailers.push((TRAILER_FILE, file.clone()));
