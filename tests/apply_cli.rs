@@ -524,3 +524,19 @@ fn status_json_has_one_shape_with_and_without_a_ledger() {
     assert_eq!(doc["applied"][0]["txn"], 1);
     assert_eq!(doc["applied"][0]["target"], "sm_120");
 }
+
+#[test]
+fn a_git_lock_left_by_a_killed_ref_update_does_not_block_the_ledger() {
+    let (_guard, root) = venv_copy("fusion");
+    assert_eq!(
+        apply(&root, &["--patch", "sglang-ar-fusion-communicator"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let stale = root.join(".gatefix/ledger.git/refs/heads/main.lock");
+    std::fs::write(&stale, "0000000000000000000000000000000000000000\n").unwrap();
+    let out = command("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stale.exists());
+}

@@ -45,7 +45,8 @@ impl SiteLock {
             }
             Err(TryLockError::Error(source)) => return Err(Error::Io { path, source }),
         }
-        let holder = format!("pid {}\n{command}\n", std::process::id(),);
+        remove_stale_git_locks(ledger_dir);
+        let holder = format!("pid {}\n{command}\n", std::process::id());
         let _ = file.set_len(0);
         let _ = file.seek(SeekFrom::Start(0));
         let _ = file.write_all(holder.as_bytes());
@@ -55,6 +56,20 @@ impl SiteLock {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// git's own `*.lock` files that a process killed inside a ref update leaves behind. Only a
+/// gatefix holding the site lock writes the ledger, so once we hold it they are stale; left in
+/// place, they would block every later transaction.
+fn remove_stale_git_locks(ledger_dir: &Path) {
+    for name in [
+        "HEAD.lock",
+        "packed-refs.lock",
+        "refs/heads/main.lock",
+        "refs/gatefix/pending.lock",
+    ] {
+        let _ = std::fs::remove_file(ledger_dir.join(name));
     }
 }
 
