@@ -157,6 +157,9 @@ pub struct FunctionIr {
     pub complete: bool,
     /// Source size of the whole definition.
     pub bytes: usize,
+    /// For an incomplete function, a lower bound on the size of the whole definition
+    /// (`bytes` covers only its parsed statements); `bytes` otherwise.
+    pub full_bytes: usize,
 }
 
 /// Where an imported local name points.

@@ -494,6 +494,11 @@ impl<'a> Lowerer<'a> {
             self.add_archy_name(name.clone());
         }
         let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
+        let complete = self.ranges.is_none_or(|ranges| {
+            ranges
+                .iter()
+                .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
+        });
         self.ir.functions.push(FunctionIr {
             qualname: qualname.clone(),
             line: node.start_position().row as u32 + 1,
@@ -503,11 +508,17 @@ impl<'a> Lowerer<'a> {
             archy,
             fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
             bytes: node.byte_range().len(),
-            complete: self.ranges.is_none_or(|ranges| {
-                ranges
-                    .iter()
-                    .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
-            }),
+            complete,
+            full_bytes: if complete {
+                node.byte_range().len()
+            } else {
+                super::chunks::definition_size_lower_bound(
+                    self.src,
+                    node.start_byte(),
+                    node.start_position().column,
+                )
+                .max(node.byte_range().len())
+            },
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.

@@ -735,10 +735,21 @@ impl<'a> Resolver<'a> {
         let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
+        let mut too_large = false;
         match ir.function(&func.qualname) {
             // The scan keeps every function with an arch token: one its partial parse left out
             // has none, so calling it is a free condition (no need to read the whole module).
             None if ir.partial => return Val::Free(expr.to_string()),
+            // A split function whose parsed part holds an arch token but whose whole
+            // definition is too large to infer: the whole module would say just that.
+            Some(f)
+                if !f.complete
+                    && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES
+                    && f.archy
+                    && f.full_bytes > super::lower::MAX_HELPER_BODY_BYTES =>
+            {
+                too_large = true;
+            }
             // A split function is read whole only when it is small enough to be a helper.
             Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
                 if let Some(whole) = self.index.get_whole(&func.module) {
@@ -761,7 +772,7 @@ impl<'a> Resolver<'a> {
         if !function.archy {
             return Val::Free(expr.to_string());
         }
-        let Some(body) = &function.body else {
+        let Some(body) = function.body.as_ref().filter(|_| !too_large) else {
             return Val::Unknown(format!(
                 "`{}` ({}:{}) is too large to infer; declare it in rules",
                 func.qualname, func.module, function.line
