@@ -95,8 +95,9 @@ pub fn split_block(
 /// A lower bound on the size of the definition starting at `start` (its `def` keyword, at
 /// column `indent`), as a whole parse would measure it: from the keyword to the first code
 /// character of its last line. A partial parse ends a split definition at its last parsed
-/// statement, which can make a big function look small.
-pub fn definition_size_lower_bound(src: &[u8], start: usize, indent: usize) -> usize {
+/// statement, which can make a big function look small. Also returns where the block ends
+/// (the definition lies inside `start..end`).
+pub fn definition_size_lower_bound(src: &[u8], start: usize, indent: usize) -> (usize, usize) {
     let mut lexer = Lexer::default();
     let mut offset = start;
     let mut last_code = start;
@@ -118,7 +119,7 @@ pub fn definition_size_lower_bound(src: &[u8], start: usize, indent: usize) -> u
         lexer.feed(line);
         offset = line_end;
     }
-    last_code.saturating_sub(start)
+    (last_code.saturating_sub(start), offset)
 }
 
 /// The size of a block from its `def`/`class` keyword to the end of its last code line:
@@ -747,9 +748,10 @@ mod tests {
         let src = "class A:\n    def f(self):\n        s = '''\nx\n'''\n        return s\n    # c\n\n    def g(self):\n        pass\n";
         let start = src.find("def f").unwrap();
         let last = src.find("return s").unwrap();
+        let end = src.find("    def g").unwrap();
         assert_eq!(
             definition_size_lower_bound(src.as_bytes(), start, 4),
-            last + 1 - start
+            (last + 1 - start, end)
         );
     }
 

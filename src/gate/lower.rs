@@ -499,6 +499,25 @@ impl<'a> Lowerer<'a> {
                 .iter()
                 .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
         });
+        let (full_bytes, full_archy) = if complete {
+            (node.byte_range().len(), Some(archy))
+        } else {
+            let start = node.start_byte();
+            let (bound, end) = super::chunks::definition_size_lower_bound(
+                self.src,
+                start,
+                node.start_position().column,
+            );
+            let bound = bound.max(node.byte_range().len());
+            let full_archy = if archy || self.tokens.hit(&self.src[start..start + bound]) {
+                Some(true)
+            } else if !self.tokens.hit(&self.src[start..end]) {
+                Some(false)
+            } else {
+                None
+            };
+            (bound, full_archy)
+        };
         self.ir.functions.push(FunctionIr {
             qualname: qualname.clone(),
             line: node.start_position().row as u32 + 1,
@@ -509,16 +528,8 @@ impl<'a> Lowerer<'a> {
             fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
             bytes: node.byte_range().len(),
             complete,
-            full_bytes: if complete {
-                node.byte_range().len()
-            } else {
-                super::chunks::definition_size_lower_bound(
-                    self.src,
-                    node.start_byte(),
-                    node.start_position().column,
-                )
-                .max(node.byte_range().len())
-            },
+            full_bytes,
+            full_archy,
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.

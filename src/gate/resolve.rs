@@ -735,20 +735,21 @@ impl<'a> Resolver<'a> {
         let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
-        let mut too_large = false;
+        // For a split function known too large to infer, whether the whole one is archy.
+        let mut whole_archy = None;
         match ir.function(&func.qualname) {
             // The scan keeps every function with an arch token: one its partial parse left out
             // has none, so calling it is a free condition (no need to read the whole module).
             None if ir.partial => return Val::Free(expr.to_string()),
-            // A split function whose parsed part holds an arch token but whose whole
-            // definition is too large to infer: the whole module would say just that.
+            // A split function whose whole definition is too large to infer: the whole module
+            // would only say that (or that it is free, with no arch token).
             Some(f)
                 if !f.complete
                     && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES
-                    && f.archy
-                    && f.full_bytes > super::lower::MAX_HELPER_BODY_BYTES =>
+                    && f.full_bytes > super::lower::MAX_HELPER_BODY_BYTES
+                    && f.full_archy.is_some() =>
             {
-                too_large = true;
+                whole_archy = f.full_archy;
             }
             // A split function is read whole only when it is small enough to be a helper.
             Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
@@ -769,10 +770,10 @@ impl<'a> Resolver<'a> {
         if let Some(rule) = self.rules.value(&qualified) {
             return rule_value(rule).called();
         }
-        if !function.archy {
+        if !whole_archy.unwrap_or(function.archy) {
             return Val::Free(expr.to_string());
         }
-        let Some(body) = function.body.as_ref().filter(|_| !too_large) else {
+        let Some(body) = function.body.as_ref().filter(|_| whole_archy.is_none()) else {
             return Val::Unknown(format!(
                 "`{}` ({}:{}) is too large to infer; declare it in rules",
                 func.qualname, func.module, function.line
