@@ -92,6 +92,34 @@ pub fn split_block(
     Some(parts)
 }
 
+/// Whether a top-level statement of the file is a `def` of that name (decorated or not): the
+/// whole module's lowering would then index a function of that name.
+pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
+    if memchr::memmem::find(src, name.as_bytes()).is_none() {
+        return false;
+    }
+    top_level_statements(src).into_iter().any(|(start, end)| {
+        let mut lexer = Lexer::default();
+        let mut offset = start;
+        while offset < end {
+            let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
+            let line = &src[offset..line_end];
+            if lexer.at_statement_boundary() && line.first() != Some(&b'@') {
+                let header = line.strip_prefix(b"async ").unwrap_or(line);
+                let Some(rest) = header.strip_prefix(b"def ").map(|r| r.trim_ascii_start()) else {
+                    return false;
+                };
+                return rest
+                    .strip_prefix(name.as_bytes())
+                    .is_some_and(|r| matches!(r.trim_ascii_start().first(), Some(b'(' | b'[')));
+            }
+            lexer.feed(line);
+            offset = line_end;
+        }
+        false
+    })
+}
+
 /// A lower bound on the size of the definition starting at `start` (its `def` keyword, at
 /// column `indent`), as a whole parse would measure it: from the keyword to the first code
 /// character of its last line. A partial parse ends a split definition at its last parsed
@@ -741,6 +769,16 @@ mod tests {
         assert!(split_block(src.as_bytes(), (0, end), 0).is_none());
         let big = format!("def f():\n{}", "    x = 1\n".repeat(500));
         assert!(split_block(big.as_bytes(), (0, big.len()), 0).is_some());
+    }
+
+    #[test]
+    fn finds_top_level_defs_only() {
+        let src = b"@cache\ndef f(x):\n    def g():\n        pass\ns = '''\ndef h():\n'''\nasync def k():\n    pass\n";
+        assert!(has_top_level_def(src, "f"));
+        assert!(has_top_level_def(src, "k"));
+        assert!(!has_top_level_def(src, "g"));
+        assert!(!has_top_level_def(src, "h"));
+        assert!(!has_top_level_def(src, "cache"));
     }
 
     #[test]

@@ -534,8 +534,16 @@ impl<'a> Resolver<'a> {
                 let callee = self
                     .global(&table.functions, &function, depth + 1)
                     .or_else(|| {
-                        let whole = self.index.get_whole(&table.functions)?;
-                        whole.function_index.contains_key(&function).then(|| {
+                        // A top-level `def` seen in the text is indexed by the whole parse;
+                        // only when the text does not tell is the whole module parsed.
+                        let found = (self.index.get(&table.functions).is_some()
+                            && self.index.has_top_level_def(&table.functions, &function))
+                            || self
+                                .index
+                                .get_whole(&table.functions)?
+                                .function_index
+                                .contains_key(&function);
+                        found.then(|| {
                             Val::Func(FuncRef {
                                 module: table.functions.clone(),
                                 qualname: function.clone(),
