@@ -80,11 +80,103 @@ pub fn split_block(
     {
         return None;
     }
+    // Decorators and the blank and comment lines that trail the block do not count: a
+    // small function is kept whole (and can be inferred as a helper without the whole module).
+    if own_bytes(src, (start, end)) < SPLIT_BLOCK_BYTES {
+        return None;
+    }
     let body_start = first_body_line(src, start, end, indent)?;
     let body_indent = src[body_start..].iter().take_while(|c| **c == b' ').count();
     let mut parts = vec![(start, body_start)];
     parts.extend(statements_at(src, body_start, end, body_indent));
     Some(parts)
+}
+
+/// Whether a top-level statement of the file is a `def` of that name (decorated or not): the
+/// whole module's lowering would then index a function of that name.
+pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
+    if memchr::memmem::find(src, name.as_bytes()).is_none() {
+        return false;
+    }
+    top_level_statements(src).into_iter().any(|(start, end)| {
+        let mut lexer = Lexer::default();
+        let mut offset = start;
+        while offset < end {
+            let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
+            let line = &src[offset..line_end];
+            if lexer.at_statement_boundary() && line.first() != Some(&b'@') {
+                let header = line.strip_prefix(b"async ").unwrap_or(line);
+                let Some(rest) = header.strip_prefix(b"def ").map(|r| r.trim_ascii_start()) else {
+                    return false;
+                };
+                return rest
+                    .strip_prefix(name.as_bytes())
+                    .is_some_and(|r| matches!(r.trim_ascii_start().first(), Some(b'(' | b'[')));
+            }
+            lexer.feed(line);
+            offset = line_end;
+        }
+        false
+    })
+}
+
+/// A lower bound on the size of the definition starting at `start` (its `def` keyword, at
+/// column `indent`), as a whole parse would measure it: from the keyword to the first code
+/// character of its last line. A partial parse ends a split definition at its last parsed
+/// statement, which can make a big function look small. Also returns where the block ends
+/// (the definition lies inside `start..end`).
+pub fn definition_size_lower_bound(src: &[u8], start: usize, indent: usize) -> (usize, usize) {
+    let mut lexer = Lexer::default();
+    let mut offset = start;
+    let mut last_code = start;
+    while offset < src.len() {
+        let line_end = memchr::memchr(b'\n', &src[offset..]).map_or(src.len(), |i| offset + i + 1);
+        let line = &src[offset..line_end];
+        let spaces = line
+            .iter()
+            .take_while(|c| **c == b' ' || **c == b'\t')
+            .count();
+        let code = line.get(spaces).copied();
+        let is_code = code.is_some_and(|c| c != b'#' && c != b'\n' && c != b'\r');
+        if offset > start && lexer.at_statement_boundary() && is_code && spaces <= indent {
+            break;
+        }
+        if is_code {
+            last_code = offset + spaces + 1;
+        }
+        lexer.feed(line);
+        offset = line_end;
+    }
+    (last_code.saturating_sub(start), offset)
+}
+
+/// The size of a block from its `def`/`class` keyword to the end of its last code line:
+/// without its decorators and the blank and comment lines after it.
+fn own_bytes(src: &[u8], (start, end): (usize, usize)) -> usize {
+    let mut from = start;
+    let mut lexer = Lexer::default();
+    while from < end {
+        let line_end = memchr::memchr(b'\n', &src[from..end]).map_or(end, |i| from + i + 1);
+        let line = &src[from..line_end];
+        let code = line.trim_ascii_start();
+        if lexer.at_statement_boundary() && !code.is_empty() && code[0] != b'@' && code[0] != b'#' {
+            from += line.len() - code.len();
+            break;
+        }
+        lexer.feed(line);
+        from = line_end;
+    }
+    let mut to = end;
+    while to > from {
+        let line_start = memchr::memrchr(b'\n', &src[from..to - 1]).map_or(from, |i| from + i + 1);
+        let code = src[line_start..to].trim_ascii();
+        if !code.is_empty() && code[0] != b'#' {
+            to = line_start + src[line_start..to].trim_ascii_end().len();
+            break;
+        }
+        to = line_start;
+    }
+    to.saturating_sub(from)
 }
 
 /// The first code line indented deeper than the header, after the header's own lines.
@@ -664,6 +756,42 @@ impl Lexer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decorators_and_trailing_comments_do_not_make_a_block_big() {
+        let body = "    x = 1\n".repeat(300);
+        let decorators = "@functools.lru_cache(maxsize=64)\n".repeat(40);
+        let trailer = "# a comment line\n\n".repeat(150);
+        let src = format!("{decorators}def f():\n{body}{trailer}y = 2\n");
+        let end = src.find("y = 2").unwrap();
+        assert!(end > SPLIT_BLOCK_BYTES);
+        assert_eq!(own_bytes(src.as_bytes(), (0, end)), 9 + body.len() - 1);
+        assert!(split_block(src.as_bytes(), (0, end), 0).is_none());
+        let big = format!("def f():\n{}", "    x = 1\n".repeat(500));
+        assert!(split_block(big.as_bytes(), (0, big.len()), 0).is_some());
+    }
+
+    #[test]
+    fn finds_top_level_defs_only() {
+        let src = b"@cache\ndef f(x):\n    def g():\n        pass\ns = '''\ndef h():\n'''\nasync def k():\n    pass\n";
+        assert!(has_top_level_def(src, "f"));
+        assert!(has_top_level_def(src, "k"));
+        assert!(!has_top_level_def(src, "g"));
+        assert!(!has_top_level_def(src, "h"));
+        assert!(!has_top_level_def(src, "cache"));
+    }
+
+    #[test]
+    fn definition_size_lower_bound_reaches_the_last_line() {
+        let src = "class A:\n    def f(self):\n        s = '''\nx\n'''\n        return s\n    # c\n\n    def g(self):\n        pass\n";
+        let start = src.find("def f").unwrap();
+        let last = src.find("return s").unwrap();
+        let end = src.find("    def g").unwrap();
+        assert_eq!(
+            definition_size_lower_bound(src.as_bytes(), start, 4),
+            (last + 1 - start, end)
+        );
+    }
 
     /// The byte-at-a-time lexer `Lexer::feed` replaced; the fast one must agree with it.
     fn reference_feed(lexer: &mut Lexer, line: &[u8]) {

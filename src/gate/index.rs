@@ -98,6 +98,16 @@ impl ModuleIndex {
             .clone()
     }
 
+    /// Whether the module defines a top-level function of that name, read from its text
+    /// without parsing it (`false` when it cannot tell).
+    pub fn has_top_level_def(&self, module: &str, name: &str) -> bool {
+        let Some(file) = self.modules.get(module) else {
+            return false;
+        };
+        std::fs::read(self.root.join(&file.path))
+            .is_ok_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
+    }
+
     fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
         let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
         let tree = parse(&bytes)?;

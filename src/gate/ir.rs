@@ -157,6 +157,12 @@ pub struct FunctionIr {
     pub complete: bool,
     /// Source size of the whole definition.
     pub bytes: usize,
+    /// For an incomplete function, a lower bound on the size of the whole definition
+    /// (`bytes` covers only its parsed statements); `bytes` otherwise.
+    pub full_bytes: usize,
+    /// For an incomplete function, whether the whole definition holds an arch token, where
+    /// the text around it tells (`None`: only a whole parse does); `archy` otherwise.
+    pub full_archy: Option<bool>,
 }
 
 /// Where an imported local name points.

@@ -494,6 +494,30 @@ impl<'a> Lowerer<'a> {
             self.add_archy_name(name.clone());
         }
         let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
+        let complete = self.ranges.is_none_or(|ranges| {
+            ranges
+                .iter()
+                .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
+        });
+        let (full_bytes, full_archy) = if complete {
+            (node.byte_range().len(), Some(archy))
+        } else {
+            let start = node.start_byte();
+            let (bound, end) = super::chunks::definition_size_lower_bound(
+                self.src,
+                start,
+                node.start_position().column,
+            );
+            let bound = bound.max(node.byte_range().len());
+            let full_archy = if archy || self.tokens.hit(&self.src[start..start + bound]) {
+                Some(true)
+            } else if !self.tokens.hit(&self.src[start..end]) {
+                Some(false)
+            } else {
+                None
+            };
+            (bound, full_archy)
+        };
         self.ir.functions.push(FunctionIr {
             qualname: qualname.clone(),
             line: node.start_position().row as u32 + 1,
@@ -503,11 +527,9 @@ impl<'a> Lowerer<'a> {
             archy,
             fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
             bytes: node.byte_range().len(),
-            complete: self.ranges.is_none_or(|ranges| {
-                ranges
-                    .iter()
-                    .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
-            }),
+            complete,
+            full_bytes,
+            full_archy,
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.

@@ -534,8 +534,16 @@ impl<'a> Resolver<'a> {
                 let callee = self
                     .global(&table.functions, &function, depth + 1)
                     .or_else(|| {
-                        let whole = self.index.get_whole(&table.functions)?;
-                        whole.function_index.contains_key(&function).then(|| {
+                        // A top-level `def` seen in the text is indexed by the whole parse;
+                        // only when the text does not tell is the whole module parsed.
+                        let found = (self.index.get(&table.functions).is_some()
+                            && self.index.has_top_level_def(&table.functions, &function))
+                            || self
+                                .index
+                                .get_whole(&table.functions)?
+                                .function_index
+                                .contains_key(&function);
+                        found.then(|| {
                             Val::Func(FuncRef {
                                 module: table.functions.clone(),
                                 qualname: function.clone(),
@@ -735,10 +743,22 @@ impl<'a> Resolver<'a> {
         let Some(mut ir) = self.index.get(&func.module) else {
             return Val::Unknown(format!("module {} could not be read", func.module));
         };
+        // For a split function known too large to infer, whether the whole one is archy.
+        let mut whole_archy = None;
         match ir.function(&func.qualname) {
             // The scan keeps every function with an arch token: one its partial parse left out
             // has none, so calling it is a free condition (no need to read the whole module).
             None if ir.partial => return Val::Free(expr.to_string()),
+            // A split function whose whole definition is too large to infer: the whole module
+            // would only say that (or that it is free, with no arch token).
+            Some(f)
+                if !f.complete
+                    && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES
+                    && f.full_bytes > super::lower::MAX_HELPER_BODY_BYTES
+                    && f.full_archy.is_some() =>
+            {
+                whole_archy = f.full_archy;
+            }
             // A split function is read whole only when it is small enough to be a helper.
             Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
                 if let Some(whole) = self.index.get_whole(&func.module) {
@@ -758,10 +778,10 @@ impl<'a> Resolver<'a> {
         if let Some(rule) = self.rules.value(&qualified) {
             return rule_value(rule).called();
         }
-        if !function.archy {
+        if !whole_archy.unwrap_or(function.archy) {
             return Val::Free(expr.to_string());
         }
-        let Some(body) = &function.body else {
+        let Some(body) = function.body.as_ref().filter(|_| whole_archy.is_none()) else {
             return Val::Unknown(format!(
                 "`{}` ({}:{}) is too large to infer; declare it in rules",
                 func.qualname, func.module, function.line
