@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tree_sitter::Node;
 
@@ -40,9 +40,28 @@ pub struct Parsed {
     pub src: Vec<u8>,
     /// Local name → (module, member): `from m import x as y` gives y → (m, Some(x)),
     /// `import a.b as c` gives c → (a.b, None), `import a.b` gives a → (a, None).
-    pub imports: HashMap<String, (String, Option<String>)>,
+    imports: OnceLock<HashMap<String, (String, Option<String>)>>,
+    /// The top-level statements that hold imports; parsed on first use of `imports()`.
+    import_ranges: Vec<(usize, usize)>,
     /// Top-level `def`/`class` name → byte range of the statement.
     pub defs: HashMap<String, (usize, usize)>,
+    /// Byte ranges of the top-level statements.
+    statements: Vec<(usize, usize)>,
+}
+
+impl Parsed {
+    /// Local name → (module, member), read from the import statements the first time it is
+    /// needed: most gate files only need their gated branch.
+    pub fn imports(&self) -> &HashMap<String, (String, Option<String>)> {
+        self.imports.get_or_init(|| {
+            read_imports(
+                &self.src,
+                &self.import_ranges,
+                &self.module,
+                self.is_package,
+            )
+        })
+    }
 }
 
 /// The site's modules, found and indexed on first use.
@@ -102,7 +121,9 @@ impl Code {
                 is_package: hit.is_package,
                 src: hit.src.clone(),
                 imports: hit.imports.clone(),
+                import_ranges: hit.import_ranges.clone(),
                 defs: hit.defs.clone(),
+                statements: hit.statements.clone(),
             });
         }
         let (path, is_package) = self.file_of(module)?;
@@ -116,13 +137,13 @@ impl Code {
     }
 }
 
-/// Indexes a module from its top-level statements: definitions by their header line, imports
-/// by parsing only the import statements (and small top-level blocks that hold some).
+/// Indexes a module from its top-level statements: definitions by their header line, and
+/// where the imports are (statements, and small top-level blocks that hold some).
 fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
-    let mut imports = HashMap::new();
     let mut defs = HashMap::new();
     let mut import_ranges = Vec::new();
-    for range in top_level_statements(&src) {
+    let statements = top_level_statements(&src);
+    for &range in &statements {
         let head = first_code_line(&src[range.0..range.1]);
         if let Some(name) = definition_name(head) {
             defs.insert(name.to_string(), range);
@@ -134,35 +155,49 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
             import_ranges.push(range);
         }
     }
-    if !import_ranges.is_empty()
-        && let Some(tree) = parse_ranges(&src, &import_ranges)
-    {
-        let mut stack = vec![(tree.root_node(), 0)];
-        while let Some((node, depth)) = stack.pop() {
-            let mut cursor = node.walk();
-            for child in node.named_children(&mut cursor) {
-                match child.kind() {
-                    "import_statement" | "import_from_statement" => {
-                        read_import(child, &src, module, is_package, &mut imports)
-                    }
-                    "if_statement" | "try_statement" | "block" | "else_clause"
-                    | "except_clause"
-                        if depth < 3 =>
-                    {
-                        stack.push((child, depth + 1))
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
     Parsed {
         module: module.to_string(),
         is_package,
         src,
-        imports,
+        imports: OnceLock::new(),
+        import_ranges,
         defs,
+        statements,
     }
+}
+
+/// Parses only the import statements.
+fn read_imports(
+    src: &[u8],
+    import_ranges: &[(usize, usize)],
+    module: &str,
+    is_package: bool,
+) -> HashMap<String, (String, Option<String>)> {
+    let mut imports = HashMap::new();
+    if import_ranges.is_empty() {
+        return imports;
+    }
+    let Some(tree) = parse_ranges(src, import_ranges) else {
+        return imports;
+    };
+    let mut stack = vec![(tree.root_node(), 0)];
+    while let Some((node, depth)) = stack.pop() {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "import_statement" | "import_from_statement" => {
+                    read_import(child, src, module, is_package, &mut imports)
+                }
+                "if_statement" | "try_statement" | "block" | "else_clause" | "except_clause"
+                    if depth < 3 =>
+                {
+                    stack.push((child, depth + 1))
+                }
+                _ => {}
+            }
+        }
+    }
+    imports
 }
 
 fn is_import(line: &str) -> bool {
@@ -266,7 +301,7 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
     let src = &parsed.src;
     let start = byte_of(src, gate.line, gate.column)?;
     let end = byte_of(src, gate.end_line, gate.end_column)?;
-    let tree = parse_ranges(src, &enclosing_ranges(src, start))?;
+    let tree = parse_ranges(src, &enclosing_ranges(src, &parsed.statements, start))?;
     let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
     while let Some(parent) = node.parent() {
         if parent.byte_range() != node.byte_range() {
@@ -345,10 +380,11 @@ fn starts_with_raise(branch: Node) -> bool {
 
 /// The statement that holds `byte`, with the headers of the big blocks around it (so the
 /// parser sees valid nesting), as the chunked scan splits them.
-fn enclosing_ranges(src: &[u8], byte: usize) -> Vec<(usize, usize)> {
+fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> Vec<(usize, usize)> {
     let mut ranges = Vec::new();
-    let Some(mut range) = top_level_statements(src)
-        .into_iter()
+    let Some(mut range) = statements
+        .iter()
+        .copied()
         .find(|&(s, e)| s <= byte && byte < e)
     else {
         return vec![(0, src.len())];

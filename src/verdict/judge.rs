@@ -9,7 +9,7 @@ use super::code::Code;
 use super::link::{GateLink, LinkOutcome, Linker};
 use super::model::{Verdict, VerdictKind, Verdicts};
 use crate::arch::Arch;
-use crate::gate::predicate::{Admits, CudaVersion, Pred, evaluate};
+use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::rules::Rules;
 use crate::scan::{Gate, ScanResult};
@@ -62,7 +62,19 @@ fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
     let mut linked: Vec<(usize, GateLink)> = groups
         .par_iter()
         .flat_map_iter(|(file, indices)| {
-            let parsed = Code::module_of_file(file).and_then(|m| code.load(&m));
+            // Flags, decorators and JIT lists guard no branch: their files need not be read.
+            let needs_code = indices.iter().any(|&i| {
+                !matches!(
+                    gates[i].form,
+                    Form::CachedFlag
+                        | Form::CapabilityDecorator
+                        | Form::MinCapability
+                        | Form::JitArchList
+                )
+            });
+            let parsed = needs_code
+                .then(|| Code::module_of_file(file).and_then(|m| code.load(&m)))
+                .flatten();
             indices
                 .iter()
                 .map(|&i| (i, linker.link(&gates[i], parsed.as_ref())))

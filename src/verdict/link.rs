@@ -116,14 +116,14 @@ impl Linker<'_> {
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
     ) -> LinkOutcome {
-        let Some(parsed) = parsed else {
-            return LinkOutcome::NotLinked(format!("{} could not be read back", gate.file));
-        };
         let Some(facts) = branch else {
             return LinkOutcome::NotLinked(
                 "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel"
                     .into(),
             );
+        };
+        let Some(parsed) = parsed else {
+            return LinkOutcome::NotLinked(format!("{} could not be read back", gate.file));
         };
         let mut search = Search {
             links: Vec::new(),
@@ -224,7 +224,7 @@ impl Linker<'_> {
         if parsed.defs.contains_key(call) {
             return Some((parsed.module.clone(), call.to_string()));
         }
-        let (base, member) = parsed.imports.get(parts[0])?;
+        let (base, member) = parsed.imports().get(parts[0])?;
         let mut module = base.clone();
         let mut rest: Vec<&str> = parts[1..].to_vec();
         if let Some(member) = member {
@@ -257,7 +257,7 @@ impl Linker<'_> {
         if parsed.defs.contains_key(name) {
             return Some((module.to_string(), name.to_string()));
         }
-        match parsed.imports.get(name) {
+        match parsed.imports().get(name) {
             Some((next, Some(member))) if depth < 4 => self.lookup(next, member, depth + 1),
             _ => None,
         }
