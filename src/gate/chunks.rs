@@ -98,26 +98,51 @@ pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
     if memchr::memmem::find(src, name.as_bytes()).is_none() {
         return false;
     }
-    top_level_statements(src).into_iter().any(|(start, end)| {
-        let mut lexer = Lexer::default();
-        let mut offset = start;
-        while offset < end {
-            let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
-            let line = &src[offset..line_end];
-            if lexer.at_statement_boundary() && line.first() != Some(&b'@') {
-                let header = line.strip_prefix(b"async ").unwrap_or(line);
-                let Some(rest) = header.strip_prefix(b"def ").map(|r| r.trim_ascii_start()) else {
-                    return false;
-                };
-                return rest
-                    .strip_prefix(name.as_bytes())
-                    .is_some_and(|r| matches!(r.trim_ascii_start().first(), Some(b'(' | b'[')));
-            }
-            lexer.feed(line);
-            offset = line_end;
+    top_level_statements(src)
+        .into_iter()
+        .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
+}
+
+/// What a top-level statement defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Definition {
+    Function,
+    Class,
+}
+
+/// The name a `def` or `class` statement defines (`def f(`, `async def f[T](`, `class C`), from its first
+/// line of code past decorators, comments and blank lines; `None` for other statements.
+pub fn definition_name(src: &[u8], (start, end): (usize, usize)) -> Option<(&str, Definition)> {
+    let mut lexer = Lexer::default();
+    let mut offset = start;
+    while offset < end {
+        let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
+        let line = &src[offset..line_end];
+        let code = line.trim_ascii_start();
+        let skip = code.is_empty() || code.starts_with(b"@") || code.starts_with(b"#");
+        if lexer.at_statement_boundary() && !skip {
+            let header = code.strip_prefix(b"async ").unwrap_or(code);
+            let (rest, kind) = match header.strip_prefix(b"def ") {
+                Some(rest) => (rest, Definition::Function),
+                None => (header.strip_prefix(b"class ")?, Definition::Class),
+            };
+            let rest = rest.trim_ascii_start();
+            let len = rest
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_' || **c >= 0x80)
+                .count();
+            let after = rest[len..].trim_ascii_start().first();
+            let well_formed = match kind {
+                Definition::Function => matches!(after, Some(b'(' | b'[')),
+                Definition::Class => matches!(after, Some(b'(' | b'[' | b':')),
+            };
+            let name = std::str::from_utf8(&rest[..len]).ok()?;
+            return (len > 0 && well_formed).then_some((name, kind));
         }
-        false
-    })
+        lexer.feed(line);
+        offset = line_end;
+    }
+    None
 }
 
 /// A lower bound on the size of the definition starting at `start` (its `def` keyword, at
@@ -769,6 +794,19 @@ mod tests {
         assert!(split_block(src.as_bytes(), (0, end), 0).is_none());
         let big = format!("def f():\n{}", "    x = 1\n".repeat(500));
         assert!(split_block(big.as_bytes(), (0, big.len()), 0).is_some());
+    }
+
+    #[test]
+    fn defined_names_past_multi_line_decorators() {
+        let src = b"# header\n@register(\n    name='x',\n)\ndef f(a):\n    pass\nclass C:\n    pass\nx = 1\n";
+        let names: Vec<_> = top_level_statements(src)
+            .into_iter()
+            .filter_map(|r| definition_name(src, r))
+            .collect();
+        assert_eq!(
+            names,
+            [("f", Definition::Function), ("C", Definition::Class)]
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tree_sitter::Node;
 
-use crate::gate::chunks::{split_block, top_level_statements};
+use crate::gate::chunks::{definition_name, split_block, top_level_statements};
 use crate::gate::index::module_name;
 use crate::gate::lower::parse_ranges;
 use crate::scan::Gate;
@@ -145,7 +145,7 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
     let statements = top_level_statements(&src);
     for &range in &statements {
         let head = first_code_line(&src[range.0..range.1]);
-        if let Some(name) = definition_name(head) {
+        if let Some((name, _)) = definition_name(&src, range) {
             defs.insert(name.to_string(), range);
         } else if is_import(head)
             || ((head.starts_with("try:") || head.starts_with("if "))
@@ -212,18 +212,6 @@ fn first_code_line(statement: &[u8]) -> &str {
         .map(str::trim_start)
         .find(|l| !l.is_empty() && !l.starts_with('@') && !l.starts_with('#'))
         .unwrap_or("")
-}
-
-/// `def f(`, `async def f(`, `class C(` or `class C:` → the name.
-fn definition_name(line: &str) -> Option<&str> {
-    let rest = line
-        .strip_prefix("def ")
-        .or_else(|| line.strip_prefix("async def "))
-        .or_else(|| line.strip_prefix("class "))?;
-    let end = rest
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    (end > 0).then(|| &rest[..end])
 }
 
 fn read_import(
