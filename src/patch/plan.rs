@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use tree_sitter::Tree;
-
 use super::edit::{EditState, Hit, apply_replacements, check_reparse, plan_edit};
 use super::model::{Action, Patch};
 use crate::arch::Arch;
@@ -225,7 +223,7 @@ fn edit_files(
         }
         let new =
             apply_replacements(&current, &replacements).map_err(|e| format!("{file}: {e}"))?;
-        reparse(&tree, &new).map_err(|e| format!("{file}: {e}"))?;
+        check_reparse(&tree, &new).map_err(|e| format!("{file}: {e}"))?;
         out.insert(file.to_string(), (old, new));
     }
     match (any_ready, any_applied) {
@@ -238,17 +236,13 @@ fn edit_files(
     }
 }
 
-fn reparse(old: &Tree, new: &[u8]) -> Result<(), String> {
-    check_reparse(old, new).map(|_| ())
-}
-
 /// The evidence chain of a refusal: where the gate is, what it needs, what was found.
 fn refusal_lines(hits: &[(String, Hit)], check: &KernelCheck, target: Arch) -> Vec<String> {
     let gates: Vec<String> = hits
         .iter()
         .map(|(file, hit)| format!("{file}:{}", hit.line))
         .collect();
-    let needs = requirement_words(&check.requirement);
+    let needs = check.requirement.words();
     let mut lines = vec![format!(
         "{} needs {needs}, which has no kernel for {target}",
         if gates.is_empty() {
@@ -265,8 +259,4 @@ fn refusal_lines(hits: &[(String, Hit)], check: &KernelCheck, target: Arch) -> V
         Answer::Covered { .. } => {}
     }
     lines
-}
-
-pub fn requirement_words(requirement: &Requirement) -> String {
-    requirement.words()
 }

@@ -7,7 +7,7 @@ use similar::TextDiff;
 
 use crate::arch::Arch;
 use crate::kernel::query::Answer;
-use crate::patch::plan::{Decision, PatchPlan, Plan, requirement_words};
+use crate::patch::plan::{Decision, PatchPlan, Plan};
 
 /// The decision on every patch, with its evidence.
 pub fn plan(plan: &Plan, target: Arch) -> String {
@@ -57,7 +57,7 @@ pub fn plan(plan: &Plan, target: Arch) -> String {
 fn kernel_lines(patch: &PatchPlan) -> Vec<String> {
     let mut lines = Vec::new();
     for check in &patch.kernels {
-        let needs = requirement_words(&check.requirement);
+        let needs = check.requirement.words();
         match &check.answer {
             Answer::Covered { how, evidence } => {
                 lines.push(format!("kernel  {needs}: present ({how})"));
