@@ -291,6 +291,12 @@ fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<(Tree, Option<Ranges>
         return Some((parse(bytes)?, None));
     }
     let ranges = relevant_ranges(bytes, tokens);
+    // Tokens only in comments and docstrings: nothing to parse (and no included ranges would
+    // mean the whole file to tree-sitter). The module stays unloaded, so resolution parses it
+    // whole if another module imports from it.
+    if ranges.is_empty() {
+        return None;
+    }
     match parse_ranges(bytes, &ranges) {
         Some(tree) if !tree.root_node().has_error() => Some((tree, Some(ranges))),
         _ => Some((parse(bytes)?, None)),

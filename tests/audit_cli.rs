@@ -335,6 +335,30 @@ fn the_same_name_in_two_modules_resolves_to_its_own_definition() {
 }
 
 #[test]
+fn only_code_makes_a_helper_arch_dependent_not_its_docstring_or_comments() {
+    let doc = audit(Path::new(SITE), &[]);
+    let lines: Vec<(u64, &str)> = gates(&doc)
+        .iter()
+        .filter(|g| g["file"] == "sglang/srt/layers/notes.py")
+        .map(|g| {
+            (
+                g["line"].as_u64().unwrap(),
+                g["predicate"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // `run()` is `is_sm100_supported()`; `wide_tiles` names helpers in prose only, so calling
+    // it is no gate (not an `unknown` one either), and `running_total` is not `run`.
+    assert_eq!(
+        lines,
+        [
+            (26, "major == 10 and cuda >= 12.8"),
+            (32, "major == 10 and cuda >= 12.8")
+        ]
+    );
+}
+
+#[test]
 fn cuda_atoms_follow_the_cuda_flag() {
     let doc = audit(Path::new(SITE), &["--cuda", "12.4"]);
     assert_eq!(doc["cuda"], "12.4");

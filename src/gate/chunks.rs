@@ -276,7 +276,7 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
     }
     let mut archy: Vec<bool> = pieces
         .iter()
-        .map(|p| tokens.hit(&src[p.range.0..p.range.1]))
+        .map(|p| statement_code_hit(tokens, &src[p.range.0..p.range.1]))
         .collect();
     let mut derived: Vec<String> = Vec::new();
     let mut harvested = vec![false; pieces.len()];
@@ -306,12 +306,12 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         let Ok(names) = matcher(&new_names) else {
             break;
         };
-        derived.extend(new_names);
         for (i, piece) in pieces.iter().enumerate() {
             if !archy[i] && !piece.is_header && names.is_match(&src[piece.range.0..piece.range.1]) {
                 archy[i] = true;
             }
         }
+        derived.extend(new_names);
     }
     let holds = subtree_holds(&pieces, &archy);
     let keep = keep_bindings(src, &pieces, &holds);
@@ -502,10 +502,12 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// Whether any of a few names occurs in a piece of text. Each matcher serves a single pass
-/// over one file's pieces, so its build cost counts: one to three names are searched for
-/// with memmem finders (nearly free to build), more with a contiguous NFA (cheaper to build
-/// than a DFA) that can use aho-corasick's SIMD prefilter.
+/// Whether any of a few names occurs in a piece of text as a whole identifier (`run` in
+/// `run(x)` or `self.run`, not in `return` or `running`: Python binds whole names, and a
+/// substring match keeps megabytes of unrelated statements on a big site). Each matcher
+/// serves a single pass over one file's pieces, so its build cost counts: one to three names
+/// are searched for with memmem finders (nearly free to build), more with a contiguous NFA
+/// (cheaper to build than a DFA) that can use aho-corasick's SIMD prefilter.
 enum Matcher {
     Few(Vec<memchr::memmem::Finder<'static>>),
     Many(AhoCorasick),
@@ -514,10 +516,27 @@ enum Matcher {
 impl Matcher {
     fn is_match(&self, text: &[u8]) -> bool {
         match self {
-            Matcher::Few(finders) => finders.iter().any(|f| f.find(text).is_some()),
-            Matcher::Many(automaton) => automaton.is_match(text),
+            Matcher::Few(finders) => finders.iter().any(|finder| {
+                let len = finder.needle().len();
+                finder
+                    .find_iter(text)
+                    .any(|start| is_whole_word(text, start, start + len))
+            }),
+            // Leftmost-longest: where the longest name at a position is not a whole word,
+            // no shorter one starting there is either (it is followed by an identifier
+            // byte of the longer), and a name starting inside it is preceded by one; so
+            // skipping past each match loses nothing.
+            Matcher::Many(automaton) => automaton
+                .find_iter(text)
+                .any(|m| is_whole_word(text, m.start(), m.end())),
         }
     }
+}
+
+fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
+    let ident = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c >= 0x80;
+    let before = start > 0 && ident(&text[start - 1]);
+    !before && !text.get(end).is_some_and(ident)
 }
 
 fn matcher(names: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
@@ -531,7 +550,7 @@ fn matcher(names: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
     }
     AhoCorasick::builder()
         .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
         .build(names)
         .map(Matcher::Many)
 }
@@ -713,7 +732,8 @@ impl Lexer {
         self.depth <= 0 && self.string.is_none() && !self.continued
     }
 
-    fn feed(&mut self, line: &[u8]) {
+    /// Feeds one line; returns where a comment starts in it, if one does.
+    fn feed(&mut self, line: &[u8]) -> Option<usize> {
         self.continued = false;
         let mut i = 0;
         while i < line.len() {
@@ -756,7 +776,12 @@ impl Lexer {
                 continue;
             }
             match c {
-                b'#' => break,
+                b'#' => {
+                    if self.depth < 0 {
+                        self.depth = 0;
+                    }
+                    return Some(i);
+                }
                 b'"' | b'\'' => {
                     let triple = line[i..].starts_with(&[c, c, c]);
                     self.string = Some((c, triple));
@@ -775,7 +800,74 @@ impl Lexer {
         if self.depth < 0 {
             self.depth = 0;
         }
+        None
     }
+}
+
+/// Whether a token occurs in a statement's code, not only in its comments or in bare string
+/// statements (docstrings): a `# needs compute capability 9.0` note or a docstring that
+/// mentions `is_sm90_supported()` does not make a statement arch-dependent. `text` starts at
+/// a statement boundary.
+pub fn statement_code_hit(tokens: &Tokens, text: &[u8]) -> bool {
+    code_hit(tokens, text, true)
+}
+
+/// Whether a token occurs in an expression's code, not only in its comments. A bare string
+/// expression counts: it may be a probe-table entry naming a helper.
+pub fn expression_code_hit(tokens: &Tokens, text: &[u8]) -> bool {
+    code_hit(tokens, text, false)
+}
+
+fn code_hit(tokens: &Tokens, text: &[u8], skip_bare_strings: bool) -> bool {
+    if !tokens.hit(text) {
+        return false;
+    }
+    // Blank what is not code, keeping every other byte where it is, and look again.
+    let mut code = text.to_vec();
+    let mut lexer = Lexer::default();
+    let mut offset = 0;
+    let mut bare_string: Option<usize> = None;
+    while offset < text.len() {
+        let line_end =
+            memchr::memchr(b'\n', &text[offset..]).map_or(text.len(), |i| offset + i + 1);
+        let line = &text[offset..line_end];
+        if skip_bare_strings
+            && lexer.at_statement_boundary()
+            && starts_with_string(line.trim_ascii_start())
+        {
+            bare_string = Some(offset);
+        }
+        let comment = lexer.feed(line);
+        if let Some(at) = comment {
+            code[offset + at..line_end].fill(b' ');
+        }
+        if let Some(start) = bare_string
+            && lexer.at_statement_boundary()
+        {
+            // The statement ended on this line: it was a bare string if nothing follows
+            // its closing quote (`"""doc"""`, not `"a".join(x)`).
+            let rest = &line[..comment.unwrap_or(line.len())];
+            if rest
+                .trim_ascii_end()
+                .last()
+                .is_some_and(|c| matches!(c, b'"' | b'\''))
+            {
+                code[start..line_end].fill(b' ');
+            }
+            bare_string = None;
+        }
+        offset = line_end;
+    }
+    tokens.hit(&code)
+}
+
+/// `"..."`, `'''...`, `r"..."`, `f"..."` and friends.
+fn starts_with_string(code: &[u8]) -> bool {
+    let prefix = code
+        .iter()
+        .take_while(|c| matches!(c.to_ascii_lowercase(), b'r' | b'u' | b'b' | b'f'))
+        .count();
+    prefix <= 2 && matches!(code.get(prefix), Some(b'"' | b'\''))
 }
 
 #[cfg(test)]
@@ -832,7 +924,7 @@ mod tests {
     }
 
     /// The byte-at-a-time lexer `Lexer::feed` replaced; the fast one must agree with it.
-    fn reference_feed(lexer: &mut Lexer, line: &[u8]) {
+    fn reference_feed(lexer: &mut Lexer, line: &[u8]) -> Option<usize> {
         lexer.continued = false;
         let mut i = 0;
         while i < line.len() {
@@ -857,7 +949,10 @@ mod tests {
                 continue;
             }
             match c {
-                b'#' => break,
+                b'#' => {
+                    lexer.depth = lexer.depth.max(0);
+                    return Some(i);
+                }
                 b'"' | b'\'' => {
                     let triple = line[i..].starts_with(&[c, c, c]);
                     lexer.string = Some((c, triple));
@@ -876,6 +971,7 @@ mod tests {
         if lexer.depth < 0 {
             lexer.depth = 0;
         }
+        None
     }
 
     proptest::proptest! {
@@ -888,8 +984,8 @@ mod tests {
         ) {
             let (mut fast, mut slow) = (Lexer::default(), Lexer::default());
             for line in text.split_inclusive(|c| *c == b'\n') {
-                fast.feed(line);
-                reference_feed(&mut slow, line);
+                let comments = (fast.feed(line), reference_feed(&mut slow, line));
+                proptest::prop_assert_eq!(comments.0, comments.1);
                 proptest::prop_assert_eq!(
                     (fast.depth, fast.string, fast.continued),
                     (slow.depth, slow.string, slow.continued)
@@ -943,5 +1039,58 @@ mod tests {
             .collect();
         assert_eq!(kept.len(), 3, "{kept:?}");
         assert!(kept[2].starts_with("def user"));
+    }
+
+    fn kept(src: &str, tokens: &Tokens) -> Vec<String> {
+        relevant_ranges(src.as_bytes(), tokens)
+            .into_iter()
+            .map(|(s, e)| src[s..e].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn derived_names_match_whole_identifiers_only() {
+        let big = "a".repeat(2_000);
+        let src = format!(
+            "def run():\n    return is_sm100()\n\
+             def user():\n    x = '{big}'\n    return run()\n\
+             def unrelated():\n    y = '{big}'\n    running = 1\n    return running\n\
+             def method_use():\n    z = '{big}'\n    return self.run\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"]));
+        let names: Vec<&str> = kept.iter().map(|k| &k[..k.find('(').unwrap()]).collect();
+        assert_eq!(names, ["def run", "def user", "def method_use"], "{kept:?}");
+    }
+
+    #[test]
+    fn tokens_in_comments_and_docstrings_are_not_code() {
+        let tokens = Tokens::new(["is_sm", "capabilit"]);
+        let statement = |text: &str| statement_code_hit(&tokens, text.as_bytes());
+        let expression = |text: &str| expression_code_hit(&tokens, text.as_bytes());
+        assert!(!statement(
+            "def f(x):\n    # needs compute capability 9.0\n    return x\n"
+        ));
+        assert!(!statement(
+            "def f(x):\n    \"\"\"Runs on\n    is_sm90 devices.\"\"\"\n    return x\n"
+        ));
+        assert!(!statement(
+            "def f(x):\n    r'is_sm90 only'  # capability\n    return x\n"
+        ));
+        assert!(statement(
+            "def f(x):\n    \"\"\"Doc.\"\"\"\n    return is_sm90(x)  # fast\n"
+        ));
+        // A string in code may name a helper (probe tables): it counts.
+        assert!(statement("PROBES = {\"sm100\": \"is_sm100_supported\"}\n"));
+        assert!(statement("def f():\n    \"is_sm90\".join(x)\n"));
+        assert!(expression("\"is_sm100_supported\""));
+        assert!(!expression("(a  # is_sm90 elsewhere\n and b)"));
+        // A `#` inside a string does not start a comment.
+        assert!(statement("x = \"#\" + str(is_sm90())\n"));
+    }
+
+    #[test]
+    fn a_file_whose_tokens_are_all_in_comments_keeps_nothing() {
+        let src = "# Needs compute capability 9.0 (is_sm90).\nimport os\n\n\ndef f():\n    \"\"\"Blackwell: is_sm100.\"\"\"\n    return os.sep\n";
+        assert!(kept(src, &Tokens::new(["is_sm", "capabilit"])).is_empty());
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
+use super::chunks::{expression_code_hit, statement_code_hit};
 use super::ir::*;
 use super::tokens::Tokens;
 use super::ts::{F, NodeExt};
@@ -108,8 +109,9 @@ impl<'a> Lowerer<'a> {
         String::from_utf8_lossy(&self.src[node.byte_range()]).into_owned()
     }
 
+    /// Whether an expression's code (not its comments) holds a token.
     fn archy(&self, node: Node) -> bool {
-        self.tokens.hit(&self.src[node.byte_range()])
+        expression_code_hit(self.tokens, &self.src[node.byte_range()])
     }
 
     /// Arch tokens in the text, or a use of a name already known to be arch-dependent.
@@ -480,7 +482,9 @@ impl<'a> Lowerer<'a> {
             .unwrap_or_default();
         let qualname = self.qualname(&name);
         let body_node = node.field(F::Body);
-        let archy = self.archy(node);
+        // A docstring or comment that names a helper does not make a function arch-dependent
+        // (as `chunks::relevant_ranges` judges its statements).
+        let archy = statement_code_hit(self.tokens, &self.src[node.byte_range()]);
         // Only arch-dependent helpers are ever inferred; others resolve to free conditions.
         let body = body_node
             .filter(|_| archy && node.byte_range().len() <= MAX_HELPER_BODY_BYTES)
@@ -509,9 +513,11 @@ impl<'a> Lowerer<'a> {
                 node.start_position().column,
             );
             let bound = bound.max(node.byte_range().len());
-            let full_archy = if archy || self.tokens.hit(&self.src[start..start + bound]) {
+            let code_hit =
+                |range: std::ops::Range<usize>| statement_code_hit(self.tokens, &self.src[range]);
+            let full_archy = if archy || code_hit(start..start + bound) {
                 Some(true)
-            } else if !self.tokens.hit(&self.src[start..end]) {
+            } else if !code_hit(start..end) {
                 Some(false)
             } else {
                 None
@@ -732,6 +738,11 @@ impl<'a> Lowerer<'a> {
     /// Below an arch-dependent expression every part is visited without re-testing: the
     /// test walks the subtree, and repeating it per level would be quadratic.
     fn scan_archy_expression(&mut self, node: Node) {
+        // Walking a big table node by node costs far more than a look at its bytes: skip
+        // subtrees that cannot hold an `if` or a JIT arch list.
+        if !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
+            return;
+        }
         match node.kind_name() {
             "conditional_expression" => {
                 if let Some(test) = node.named_child(1) {
@@ -1037,6 +1048,16 @@ fn is_literal(node: Node) -> bool {
             | "list_comprehension"
             | "dictionary_comprehension"
     )
+}
+
+/// Whether an expression's text could hold a value selection (`A if gate else B`) or a JIT
+/// arch list (`supported_major_versions=[...]`, `get_nvcc_flags_list(...)`): the words
+/// `scan_archy_expression` looks for, or a superset of them.
+fn may_hold_selection_or_arch_list(text: &[u8]) -> bool {
+    use memchr::memmem::find;
+    find(text, b"if").is_some()
+        || find(text, b"supported_major_versions").is_some()
+        || find(text, b"get_nvcc_flags_list").is_some()
 }
 
 fn contains_kind(node: Node, kind: &str) -> bool {
