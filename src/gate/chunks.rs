@@ -290,7 +290,7 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
             if piece.depth == 0 && holds[i] && !harvested[i] && !piece.is_header {
                 harvested[i] = true;
                 let (s, e) = piece.range;
-                new_names.extend(defined_name(&src[s..e]).filter(|n| !derived.contains(n)));
+                new_names.extend(defined_name(src, (s, e)).filter(|n| !derived.contains(n)));
             }
         }
         let locals_changed = mark_local_uses(src, &pieces, &mut archy, &mut harvested_locals);
@@ -618,7 +618,15 @@ fn small_enough(statement: &[u8]) -> bool {
         let guards = code.starts_with(b"try:") || code.starts_with(b"if ");
         return statement.len() <= SMALL_STATEMENT_BYTES && (binds || guards);
     }
-    statement.len() <= SMALL_LOCAL_BYTES && binds
+    // Indentation does not count: a call spread over indented lines is as small as it reads.
+    binds && code_bytes(statement) <= SMALL_LOCAL_BYTES
+}
+
+fn code_bytes(statement: &[u8]) -> usize {
+    statement
+        .iter()
+        .filter(|c| !c.is_ascii_whitespace())
+        .count()
 }
 
 fn is_assignment(statement: &[u8]) -> bool {
@@ -632,29 +640,31 @@ fn is_assignment(statement: &[u8]) -> bool {
     target_ok && line.get(eq + 1) != Some(&b'=')
 }
 
-/// The name a top-level `def`, `class` or simple assignment binds. Imports bind names too,
-/// but those are defined elsewhere: the importing file's uses carry their own tokens.
-fn defined_name(statement: &[u8]) -> Option<String> {
-    let head = String::from_utf8_lossy(&statement[..statement.len().min(2_000)]);
-    // Decorators come first; the name is on the first line that is not one.
-    let text = head.lines().find(|line| !line.starts_with('@'))?;
-    let (rest, is_definition) = match text
-        .strip_prefix("async def ")
-        .or_else(|| text.strip_prefix("def "))
-        .or_else(|| text.strip_prefix("class "))
-    {
-        Some(rest) => (rest, true),
-        None => (text, false),
+/// The name a top-level `def` or simple assignment binds, as the lowerer would mark it
+/// arch-dependent (`lower::Lowerer::add_archy_name`). Not a `class`: the lowerer never makes
+/// a class name arch-dependent, so the statements that use one need not be parsed. Imports
+/// bind names too, but those are defined elsewhere: the importing file's uses carry their
+/// own tokens.
+fn defined_name(src: &[u8], range: (usize, usize)) -> Option<String> {
+    let name = match definition_name(src, range) {
+        Some((name, Definition::Function)) => name.to_string(),
+        Some((_, Definition::Class)) => return None,
+        None => assigned_name(&src[range.0..range.1])?,
     };
-    let name: String = rest
+    (name.len() >= 3 && !is_keyword(&name)).then_some(name)
+}
+
+/// `name = ...` or `name: T = ...` on the statement's first line.
+fn assigned_name(statement: &[u8]) -> Option<String> {
+    let line = statement.split(|c| *c == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    let name: String = text
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
         .collect();
-    let after = rest[name.len()..].trim_start();
-    let binds = is_definition
-        || (after.starts_with('=') && !after.starts_with("=="))
-        || after.starts_with(':');
-    (binds && name.len() >= 3 && !is_keyword(&name)).then_some(name)
+    let after = text[name.len()..].trim_start();
+    let binds = (after.starts_with('=') && !after.starts_with("==")) || after.starts_with(':');
+    binds.then_some(name)
 }
 
 fn is_keyword(word: &str) -> bool {
@@ -802,6 +812,76 @@ impl Lexer {
         }
         None
     }
+}
+
+/// A module's text for resolution, without the bodies of the functions that have no token in
+/// their code (by `statement_code_hit`, as the lowerer judges a helper). Resolution never reads
+/// such a body (a call to the function is a free condition), but parsing it is most of the
+/// cost of reading a big module whole.
+pub struct PlainBodiesSkipped {
+    /// The text, each skipped body's first statement turned into `0` so that its `def` still
+    /// parses: every other byte, and so every position, is the file's.
+    pub text: Vec<u8>,
+    /// The byte ranges to parse: the file without the rest of the skipped bodies.
+    pub ranges: Vec<(usize, usize)>,
+}
+
+/// `None` when no function body can be skipped.
+pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipped> {
+    let mut text: Option<Vec<u8>> = None;
+    let mut ranges = Vec::new();
+    let mut parsed_from = 0;
+    let mut lexer = Lexer::default();
+    let mut offset = 0;
+    while offset < src.len() {
+        let line_end = memchr::memchr(b'\n', &src[offset..]).map_or(src.len(), |i| offset + i + 1);
+        let line = &src[offset..line_end];
+        let indent = line.iter().take_while(|c| **c == b' ').count();
+        let code = &line[indent..];
+        if lexer.at_statement_boundary()
+            && (code.starts_with(b"def ") || code.starts_with(b"async def "))
+        {
+            let start = offset + indent;
+            let (_, end) = definition_size_lower_bound(src, start, indent);
+            if let Some(body) = first_body_line(src, start, end, indent) {
+                // A function with a token stays whole, nested functions included: inference
+                // may run them.
+                if !statement_code_hit(tokens, &src[start..end]) {
+                    let text = text.get_or_insert_with(|| src.to_vec());
+                    let kept_to = stub_first_statement(text, body);
+                    ranges.push((parsed_from, kept_to));
+                    parsed_from = end;
+                }
+                offset = end;
+                lexer = Lexer::default();
+                continue;
+            }
+        }
+        lexer.feed(line);
+        offset = line_end;
+    }
+    ranges.push((parsed_from, src.len()));
+    Some(PlainBodiesSkipped {
+        text: text?,
+        ranges,
+    })
+}
+
+/// Turns the line at `body` into `0` and spaces; returns where that line ends.
+fn stub_first_statement(text: &mut [u8], body: usize) -> usize {
+    let line_end = memchr::memchr(b'\n', &text[body..]).map_or(text.len(), |i| body + i + 1);
+    let first_code = body
+        + text[body..line_end]
+            .iter()
+            .take_while(|c| **c == b' ')
+            .count();
+    text[first_code] = b'0';
+    for byte in &mut text[first_code + 1..line_end] {
+        if !matches!(byte, b'\n' | b'\r') {
+            *byte = b' ';
+        }
+    }
+    line_end
 }
 
 /// Whether a token occurs in a statement's code, not only in its comments or in bare string
@@ -1092,5 +1172,72 @@ mod tests {
     fn a_file_whose_tokens_are_all_in_comments_keeps_nothing() {
         let src = "# Needs compute capability 9.0 (is_sm90).\nimport os\n\n\ndef f():\n    \"\"\"Blackwell: is_sm100.\"\"\"\n    return os.sep\n";
         assert!(kept(src, &Tokens::new(["is_sm", "capabilit"])).is_empty());
+    }
+
+    #[test]
+    fn plain_function_bodies_are_skipped_for_resolution() {
+        let src = "import torch\n\
+                   \n\
+                   def plain(x):\n    \"\"\"Doc: is_sm90.\"\"\"\n    y = x + 1\n    return y\n\
+                   \n\
+                   def fast():\n    def inner():\n        return 1\n    return is_sm90() and inner()\n\
+                   class C:\n    def method(self):\n        return self.x\n\n    def check(self):\n        return is_sm100()\n\
+                   def one_line(): return 2\n\
+                   FLAG = plain(3)\n";
+        let tokens = Tokens::new(["is_sm"]);
+        let skipped = skip_plain_bodies(src.as_bytes(), &tokens).expect("bodies to skip");
+        assert_eq!(skipped.text.len(), src.len());
+        let parsed: String = skipped
+            .ranges
+            .iter()
+            .map(|&(s, e)| String::from_utf8_lossy(&skipped.text[s..e]).into_owned())
+            .collect();
+        // Plain bodies become `0`; functions with a token keep theirs, nested ones included.
+        assert!(parsed.contains("def plain(x):\n    0"), "{parsed}");
+        assert!(!parsed.contains("y = x + 1"));
+        assert!(parsed.contains("def inner():\n        return 1"));
+        assert!(parsed.contains("def method(self):\n        0"));
+        assert!(!parsed.contains("self.x"));
+        assert!(parsed.contains("return is_sm100()"));
+        assert!(parsed.contains("def one_line(): return 2\nFLAG = plain(3)\n"));
+        let tree = crate::gate::lower::parse_ranges(&skipped.text, &skipped.ranges).unwrap();
+        assert!(!tree.root_node().has_error());
+        // Positions are the file's.
+        let flag = src.find("FLAG").unwrap();
+        let node = tree
+            .root_node()
+            .descendant_for_byte_range(flag, flag + 4)
+            .unwrap();
+        assert_eq!(node.start_position().row, src[..flag].matches('\n').count());
+        assert!(skip_plain_bodies(b"def f():\n    return is_sm90()\n", &tokens).is_none());
+    }
+
+    #[test]
+    fn an_indented_local_binding_is_as_small_as_its_code() {
+        let call = format!(
+            "    wide = pick_wide(\n{}    )\n",
+            "        argument_name=argument_value,\n".repeat(9)
+        );
+        assert!(call.len() > SMALL_LOCAL_BYTES);
+        assert!(small_enough(call.as_bytes()));
+        assert!(!small_enough(
+            format!("    x = {}\n", "a".repeat(SMALL_LOCAL_BYTES)).as_bytes()
+        ));
+    }
+
+    #[test]
+    fn a_class_name_is_not_derived_but_a_multi_line_decorated_helper_is() {
+        let big = "a".repeat(2_000);
+        let src = format!(
+            "class Platform:\n    def ok(self):\n        return is_sm100()\n\
+             def uses_class():\n    x = '{big}'\n    return Platform()\n\
+             @register(\n    name='fast',\n)\ndef fast():\n    return is_sm90()\n\
+             def uses_fast():\n    y = '{big}'\n    return fast()\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"]));
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(kept[0].starts_with("class Platform"));
+        assert!(kept[1].starts_with("@register("));
+        assert!(kept[2].starts_with("def uses_fast"));
     }
 }

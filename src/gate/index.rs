@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use super::chunks::skip_plain_bodies;
 use super::ir::{ModuleIr, SharedModule};
-use super::lower::{lower_module, parse};
+use super::lower::{lower_module, parse, parse_ranges};
 use super::tokens::Tokens;
 
 pub struct ModuleFile {
@@ -109,8 +110,21 @@ impl ModuleIndex {
     }
 
     fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
-        let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
-        let tree = parse(&bytes)?;
+        let mut bytes = std::fs::read(self.root.join(&file.path)).ok()?;
+        let mut tree = None;
+        // Resolution reads no body of a function without a token: do not parse them (unless
+        // that made a syntax error the file does not have).
+        if let Some(skipped) = skip_plain_bodies(&bytes, &self.tokens) {
+            tree =
+                parse_ranges(&skipped.text, &skipped.ranges).filter(|t| !t.root_node().has_error());
+            if tree.is_some() {
+                bytes = skipped.text;
+            }
+        }
+        let tree = match tree {
+            Some(tree) => tree,
+            None => parse(&bytes)?,
+        };
         Some(Arc::new(lower_module(
             &bytes,
             &tree,
