@@ -274,10 +274,11 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
     for statement in top_level_statements(src) {
         flatten(src, statement, 0, None, &mut pieces);
     }
-    let mut archy: Vec<bool> = pieces
+    let token_hit: Vec<bool> = pieces
         .iter()
         .map(|p| statement_code_hit(tokens, &src[p.range.0..p.range.1]))
         .collect();
+    let mut archy = token_hit.clone();
     let mut derived: Vec<String> = Vec::new();
     let mut harvested = vec![false; pieces.len()];
     let mut harvested_locals = vec![false; pieces.len()];
@@ -289,8 +290,9 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
             // gate by itself (the lowerer agrees: `lower::Lowerer::function`).
             if piece.depth == 0 && holds[i] && !harvested[i] && !piece.is_header {
                 harvested[i] = true;
-                let (s, e) = piece.range;
-                new_names.extend(defined_name(src, (s, e)).filter(|n| !derived.contains(n)));
+                new_names.extend(
+                    defined_name(src, piece.range, token_hit[i]).filter(|n| !derived.contains(n)),
+                );
             }
         }
         let locals_changed = mark_local_uses(src, &pieces, &mut archy, &mut harvested_locals);
@@ -640,15 +642,16 @@ fn is_assignment(statement: &[u8]) -> bool {
     target_ok && line.get(eq + 1) != Some(&b'=')
 }
 
-/// The name a top-level `def` or simple assignment binds, as the lowerer would mark it
-/// arch-dependent (`lower::Lowerer::add_archy_name`). Not a `class`: the lowerer never makes
-/// a class name arch-dependent, so the statements that use one need not be parsed. Imports
-/// bind names too, but those are defined elsewhere: the importing file's uses carry their
-/// own tokens.
-fn defined_name(src: &[u8], range: (usize, usize)) -> Option<String> {
+/// The name a top-level statement makes arch-dependent, as the lowerer would
+/// (`lower::Lowerer::add_archy_name`): a `def` with a token in its own code (`has_token`), or
+/// a simple assignment of an arch-dependent value. Not a `def` that only calls such a
+/// function, nor a `class`: the lowerer infers neither, so the statements that use their names
+/// need not be parsed. Imports bind names too, but those are defined elsewhere: the importing
+/// file's uses carry their own tokens.
+fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Option<String> {
     let name = match definition_name(src, range) {
-        Some((name, Definition::Function)) => name.to_string(),
-        Some((_, Definition::Class)) => return None,
+        Some((name, Definition::Function)) if has_token => name.to_string(),
+        Some(_) => return None,
         None => assigned_name(&src[range.0..range.1])?,
     };
     (name.len() >= 3 && !is_keyword(&name)).then_some(name)
@@ -1239,5 +1242,32 @@ mod tests {
         assert!(kept[0].starts_with("class Platform"));
         assert!(kept[1].starts_with("@register("));
         assert!(kept[2].starts_with("def uses_fast"));
+    }
+
+    #[test]
+    fn only_functions_with_a_token_derive_their_callers() {
+        // `wrapper` calls the helper but has no token itself: the lowerer infers no helper
+        // without one (`lower::Lowerer::function`), so neither the statements that call
+        // `wrapper` nor a flag bound to its result can be gates, and none is kept.
+        let big = "a".repeat(2_000);
+        let src = format!(
+            "def helper():\n    return is_sm90()\n\
+             def wrapper():\n    return helper()\n\
+             FLAG = wrapper()\n\
+             def calls_wrapper():\n    x = '{big}'\n    return wrapper()\n\
+             FAST = helper()\n\
+             def reads_fast():\n    y = '{big}'\n    return FAST\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"]));
+        let heads: Vec<&str> = kept.iter().map(|k| k.lines().next().unwrap()).collect();
+        assert_eq!(
+            heads,
+            [
+                "def helper():",
+                "def wrapper():",
+                "FAST = helper()",
+                "def reads_fast():"
+            ]
+        );
     }
 }
