@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use aho_corasick::AhoCorasick;
 
+use super::lower::MAX_PLAIN_ASSIGN_BYTES;
 use super::tokens::Tokens;
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
@@ -276,7 +277,7 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
     }
     let token_hit: Vec<bool> = pieces
         .iter()
-        .map(|p| statement_code_hit(tokens, &src[p.range.0..p.range.1]))
+        .map(|p| piece_has_token(src, p.range, tokens))
         .collect();
     let mut archy = token_hit.clone();
     let mut derived: Vec<String> = Vec::new();
@@ -322,6 +323,20 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         .zip(keep)
         .filter_map(|(piece, keep)| keep.then_some(piece.range))
         .collect()
+}
+
+/// Whether a piece has a token in its code. In a big generated table (a top-level
+/// assignment whose value is over `MAX_PLAIN_ASSIGN_BYTES`) tokens inside string literals are
+/// names, not checks, as `lower::Lowerer::value_archy` judges: such a table is not parsed.
+fn piece_has_token(src: &[u8], range: (usize, usize), tokens: &Tokens) -> bool {
+    let text = &src[range.0..range.1];
+    if !statement_code_hit(tokens, text) {
+        return false;
+    }
+    let first_line = memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1);
+    // The value is at least the statement less its first line and a last-line comment.
+    let big_value = || own_bytes(src, range) > MAX_PLAIN_ASSIGN_BYTES + first_line + 256;
+    !(assigned_name(text).is_some() && big_value() && !code_hit_outside_strings(tokens, text))
 }
 
 /// Besides the arch-dependent pieces, keeps the small imports and assignments they need: a
@@ -747,7 +762,19 @@ impl Lexer {
 
     /// Feeds one line; returns where a comment starts in it, if one does.
     fn feed(&mut self, line: &[u8]) -> Option<usize> {
+        self.feed_with(line, |_| {})
+    }
+
+    /// `feed`, also reporting the spans of the line that lie inside string literals (quotes
+    /// excluded).
+    #[inline(always)]
+    fn feed_with(
+        &mut self,
+        line: &[u8],
+        mut in_string: impl FnMut(std::ops::Range<usize>),
+    ) -> Option<usize> {
         self.continued = false;
+        let mut string_from = self.string.map(|_| 0);
         let mut i = 0;
         while i < line.len() {
             // Skip to the next byte that can change the state: inside a string, a backslash,
@@ -772,18 +799,20 @@ impl Lexer {
                     i += 2;
                     continue;
                 }
-                if c == quote {
-                    if !triple {
-                        self.string = None;
-                    } else if line[i..].starts_with(&[quote, quote, quote]) {
-                        self.string = None;
-                        i += 3;
-                        continue;
-                    }
-                } else if c == b'\n' && !triple {
+                let closes = if c == quote {
+                    !triple || line[i..].starts_with(&[quote, quote, quote])
+                } else {
                     // An unterminated single-quoted string ends at the line (a syntax error
                     // the parser will report); keep the lexer in step.
+                    c == b'\n' && !triple
+                };
+                if closes {
                     self.string = None;
+                    if let Some(from) = string_from.take() {
+                        in_string(from..i);
+                    }
+                    i += if triple && c == quote { 3 } else { 1 };
+                    continue;
                 }
                 i += 1;
                 continue;
@@ -799,6 +828,7 @@ impl Lexer {
                     let triple = line[i..].starts_with(&[c, c, c]);
                     self.string = Some((c, triple));
                     i += if triple { 3 } else { 1 };
+                    string_from = Some(i);
                     continue;
                 }
                 b'(' | b'[' | b'{' => self.depth += 1,
@@ -809,6 +839,9 @@ impl Lexer {
                 _ => {}
             }
             i += 1;
+        }
+        if let Some(from) = string_from {
+            in_string(from..line.len().max(from));
         }
         if self.depth < 0 {
             self.depth = 0;
@@ -892,16 +925,31 @@ fn stub_first_statement(text: &mut [u8], body: usize) -> usize {
 /// mentions `is_sm90_supported()` does not make a statement arch-dependent. `text` starts at
 /// a statement boundary.
 pub fn statement_code_hit(tokens: &Tokens, text: &[u8]) -> bool {
-    code_hit(tokens, text, true)
+    code_hit(tokens, text, NotCode::CommentsAndBareStrings)
 }
 
 /// Whether a token occurs in an expression's code, not only in its comments. A bare string
 /// expression counts: it may be a probe-table entry naming a helper.
 pub fn expression_code_hit(tokens: &Tokens, text: &[u8]) -> bool {
-    code_hit(tokens, text, false)
+    code_hit(tokens, text, NotCode::Comments)
 }
 
-fn code_hit(tokens: &Tokens, text: &[u8], skip_bare_strings: bool) -> bool {
+/// Whether a token occurs outside the comments and string literals of an expression: for big
+/// generated tables, whose arch-looking entries are names in strings (`"cudaDeviceGetAttribute"`),
+/// never a check.
+pub fn code_hit_outside_strings(tokens: &Tokens, text: &[u8]) -> bool {
+    code_hit(tokens, text, NotCode::CommentsAndStrings)
+}
+
+/// What a token search skips besides code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NotCode {
+    Comments,
+    CommentsAndBareStrings,
+    CommentsAndStrings,
+}
+
+fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
     if !tokens.hit(text) {
         return false;
     }
@@ -914,13 +962,17 @@ fn code_hit(tokens: &Tokens, text: &[u8], skip_bare_strings: bool) -> bool {
         let line_end =
             memchr::memchr(b'\n', &text[offset..]).map_or(text.len(), |i| offset + i + 1);
         let line = &text[offset..line_end];
-        if skip_bare_strings
+        if skip == NotCode::CommentsAndBareStrings
             && lexer.at_statement_boundary()
             && starts_with_string(line.trim_ascii_start())
         {
             bare_string = Some(offset);
         }
-        let comment = lexer.feed(line);
+        let comment = lexer.feed_with(line, |span| {
+            if skip == NotCode::CommentsAndStrings {
+                code[offset + span.start..offset + span.end].fill(b' ');
+            }
+        });
         if let Some(at) = comment {
             code[offset + at..line_end].fill(b' ');
         }
@@ -1269,5 +1321,41 @@ mod tests {
                 "def reads_fast():"
             ]
         );
+    }
+
+    #[test]
+    fn a_big_table_of_names_is_not_parsed_but_a_small_probe_table_is() {
+        let rows: String = (0..200)
+            .map(|i| {
+                format!("    \"cudaDevAttrComputeCapabilityMajor{i}\": (\"hipAttr{i}\", API),\n")
+            })
+            .collect();
+        let src = format!(
+            "MAP = {{\n{rows}}}\n\
+             PROBES = {{\"sm100\": \"is_sm100_supported\"}}\n\
+             CHECKED = {{\n{rows}    \"x\": is_sm90(),\n}}\n"
+        );
+        let kept = kept(&src, &Tokens::new(["capabilit", "is_sm"]));
+        let heads: Vec<&str> = kept.iter().map(|k| k.lines().next().unwrap()).collect();
+        assert_eq!(
+            heads,
+            [
+                "PROBES = {\"sm100\": \"is_sm100_supported\"}",
+                "CHECKED = {"
+            ]
+        );
+        let tokens = Tokens::new(["capabilit"]);
+        assert!(!code_hit_outside_strings(
+            &tokens,
+            b"{\"ComputeCapability\": 1}  # capability"
+        ));
+        assert!(code_hit_outside_strings(
+            &tokens,
+            b"{\"a\": get_device_capability()}"
+        ));
+        assert!(code_hit_outside_strings(
+            &tokens,
+            b"'''\nx\n''' + get_device_capability()"
+        ));
     }
 }

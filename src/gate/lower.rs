@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
-use super::chunks::{expression_code_hit, statement_code_hit};
+use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit};
 use super::ir::*;
 use super::tokens::Tokens;
 use super::ts::{F, NodeExt};
@@ -14,7 +14,7 @@ use super::ts::{F, NodeExt};
 /// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
 pub const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES;
 /// Assignments without arch tokens larger than this are not lowered.
-const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
+pub const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 /// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
 const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
@@ -276,16 +276,31 @@ impl<'a> Lowerer<'a> {
         let Some(value) = value else {
             return;
         };
-        self.assignment(&targets, value);
-        self.scan_expression(value);
+        if self.assignment(&targets, value) || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+            self.scan_expression(value);
+        }
     }
 
-    fn assignment(&mut self, targets: &[Node], value: Node) {
+    /// Whether an assigned value may depend on the architecture. In a big value (a generated
+    /// table) a token inside a string literal is a name, not a check, and does not count
+    /// (`chunks::relevant_ranges` drops such statements unparsed).
+    fn value_archy(&self, value: Node) -> bool {
+        if value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+            return self.archy_or_derived(value);
+        }
+        code_hit_outside_strings(self.tokens, &self.src[value.byte_range()])
+            || (!self.archy_names.is_empty()
+                && self.may_use_archy_name(value)
+                && self.uses_archy_name(value))
+    }
+
+    /// Records an assignment; returns whether its value may depend on the architecture.
+    fn assignment(&mut self, targets: &[Node], value: Node) -> bool {
         let lowered_targets: Vec<Target> = targets.iter().filter_map(|t| self.target(*t)).collect();
         if lowered_targets.is_empty() {
-            return;
+            return false;
         }
-        let archy = self.archy_or_derived(value);
+        let archy = self.value_archy(value);
         // Big literals (generated tables) cost more to lower than they are worth; resolution
         // only needs values that could matter.
         let lowered = if archy || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
@@ -316,7 +331,7 @@ impl<'a> Lowerer<'a> {
                     self.ir.assigns.insert(name.clone(), lowered.clone());
                 }
             }
-            if flag_like {
+            if flag_like && archy {
                 self.site(SiteKind::ModuleFlag, value);
             }
         } else if let Some(&function) = self.functions.last() {
@@ -329,10 +344,11 @@ impl<'a> Lowerer<'a> {
                     value: lowered.clone(),
                 });
             }
-            if flag_like {
+            if flag_like && archy {
                 self.site(SiteKind::LocalFlag, value);
             }
         }
+        archy
     }
 
     fn target(&self, node: Node) -> Option<Target> {
