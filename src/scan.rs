@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
-use walkdir::WalkDir;
 
 use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges};
 use crate::gate::index::{ModuleIndex, module_name};
@@ -63,55 +62,101 @@ pub struct ScanResult {
 }
 
 /// Every Python file under the root, relative, never through a symlink that leaves it.
+/// Folders are read in parallel: on a big site the walk is otherwise the longest part of the
+/// scan that runs on one core.
 pub fn python_files(root: &Path, warnings: &mut Vec<Warning>) -> Vec<PathBuf> {
     let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let mut files = Vec::new();
-    // Not `sort_by_file_name`: its comparator re-parses both paths at every comparison, a
-    // large share of this serial phase on a big site. The same order comes from one sort
-    // at the end (see `walk_order`).
-    let walker = WalkDir::new(root)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|e| e.file_name() != "__pycache__");
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(err) => {
-                warnings.push(Warning {
-                    file: err.path().map(|p| relative(root, p)).unwrap_or_default(),
-                    line: None,
-                    column: None,
-                    message: format!("cannot read: {err}"),
-                });
-                continue;
-            }
-        };
-        let path = entry.path();
-        if path.extension().is_none_or(|x| x != "py") {
-            continue;
-        }
-        if entry.path_is_symlink() {
-            match path.canonicalize() {
-                Ok(target) if target.starts_with(&canonical_root) && target.is_file() => {}
-                _ => {
-                    warnings.push(Warning {
-                        file: relative(root, path),
-                        line: None,
-                        column: None,
-                        message: "symlink points outside the site; not followed".into(),
-                    });
-                    continue;
-                }
-            }
-        } else if !entry.file_type().is_file() {
-            continue;
-        }
-        if let Ok(rel) = path.strip_prefix(root) {
-            files.push(rel.to_path_buf());
-        }
-    }
+    let walk = Walk {
+        root,
+        canonical_root: &canonical_root,
+    };
+    let (mut files, found_warnings) = walk.folder(root);
+    warnings.extend(found_warnings);
     files.sort_unstable_by(|a, b| walk_order(a, b));
     files
+}
+
+struct Walk<'a> {
+    root: &'a Path,
+    canonical_root: &'a Path,
+}
+
+impl Walk<'_> {
+    /// The Python files under one folder (relative to the root), with what could not be read.
+    fn folder(&self, folder: &Path) -> (Vec<PathBuf>, Vec<Warning>) {
+        let mut files = Vec::new();
+        let mut warnings = Vec::new();
+        let mut subfolders = Vec::new();
+        let entries = match std::fs::read_dir(folder) {
+            Ok(entries) => entries,
+            Err(err) => {
+                warnings.push(self.unreadable(folder, &err));
+                return (files, warnings);
+            }
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    warnings.push(self.unreadable(folder, &err));
+                    continue;
+                }
+            };
+            let path = entry.path();
+            let Ok(file_type) = entry.file_type() else {
+                warnings.push(self.unreadable(&path, &"no file type"));
+                continue;
+            };
+            if file_type.is_dir() {
+                if entry.file_name() != "__pycache__" {
+                    subfolders.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|x| x != "py") {
+                continue;
+            }
+            if file_type.is_symlink() {
+                match path.canonicalize() {
+                    Ok(target) if target.starts_with(self.canonical_root) && target.is_file() => {}
+                    _ => {
+                        warnings.push(Warning {
+                            file: relative(self.root, &path),
+                            line: None,
+                            column: None,
+                            message: "symlink points outside the site; not followed".into(),
+                        });
+                        continue;
+                    }
+                }
+            } else if !file_type.is_file() {
+                continue;
+            }
+            if let Ok(rel) = path.strip_prefix(self.root) {
+                files.push(rel.to_path_buf());
+            }
+        }
+        let (sub_files, sub_warnings) = subfolders.par_iter().map(|sub| self.folder(sub)).reduce(
+            || (Vec::new(), Vec::new()),
+            |mut a, b| {
+                a.0.extend(b.0);
+                a.1.extend(b.1);
+                a
+            },
+        );
+        files.extend(sub_files);
+        warnings.extend(sub_warnings);
+        (files, warnings)
+    }
+
+    fn unreadable(&self, path: &Path, err: &dyn std::fmt::Display) -> Warning {
+        Warning {
+            file: relative(self.root, path),
+            line: None,
+            column: None,
+            message: format!("cannot read: {err}"),
+        }
+    }
 }
 
 /// The order of a depth-first walk that visits siblings by file name: paths compared
@@ -379,7 +424,7 @@ mod tests {
         }
         let mut warnings = Vec::new();
         let ours = python_files(dir.path(), &mut warnings);
-        let walkdir_order: Vec<PathBuf> = WalkDir::new(dir.path())
+        let walkdir_order: Vec<PathBuf> = walkdir::WalkDir::new(dir.path())
             .sort_by_file_name()
             .into_iter()
             .filter_map(Result::ok)

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 
 use serde::Serialize;
 
@@ -21,42 +23,55 @@ pub struct Distribution {
 pub struct Site {
     pub root: PathBuf,
     pub distributions: Vec<Distribution>,
-    /// Relative path (with `/`) → index into `distributions`, from RECORD.
-    owners: HashMap<String, usize>,
+    owners: LazyOwners,
+}
+
+/// Which distribution owns which file, from RECORD.
+#[derive(Debug, Default)]
+struct Owners {
+    /// Relative path (with `/`) → index into `distributions`.
+    by_path: HashMap<String, usize>,
     /// Top-level folder or module → distribution, for files RECORD does not list.
     top_level: HashMap<String, usize>,
 }
 
-impl Site {
-    /// Reads the distributions of a site root.
-    pub fn open(root: &Path) -> Result<Site> {
-        let mut site = Site {
-            root: root.to_path_buf(),
-            distributions: Vec::new(),
-            owners: HashMap::new(),
-            top_level: HashMap::new(),
-        };
-        let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
-            path: root.to_path_buf(),
-            source,
-        })?;
-        let mut dist_infos: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "dist-info") && p.is_dir())
-            .collect();
-        dist_infos.sort();
-        for dir in dist_infos {
-            site.add_dist_info(&dir);
+/// RECORD files list every file of a distribution (tens of thousands of lines for torch):
+/// they are read on a thread of their own while the scan walks and parses, and waited for
+/// at the first question about ownership.
+#[derive(Debug)]
+struct LazyOwners {
+    ready: OnceLock<Owners>,
+    reading: Mutex<Option<JoinHandle<Owners>>>,
+}
+
+impl LazyOwners {
+    fn read_in_background(records: Vec<(usize, PathBuf)>) -> LazyOwners {
+        let moved = records.clone();
+        let reading = std::thread::Builder::new()
+            .name("gatefix-record".into())
+            .spawn(move || read_records(&moved));
+        let ready = OnceLock::new();
+        if reading.is_err() {
+            // No thread to be had: read them now.
+            let _ = ready.set(read_records(&records));
         }
-        Ok(site)
+        LazyOwners {
+            ready,
+            reading: Mutex::new(reading.ok()),
+        }
     }
 
-    fn add_dist_info(&mut self, dir: &Path) {
-        let Some(dist) = read_metadata(dir) else {
-            return;
-        };
-        let index = self.distributions.len();
-        self.distributions.push(dist);
+    fn get(&self) -> &Owners {
+        self.ready.get_or_init(|| {
+            let handle = self.reading.lock().ok().and_then(|mut h| h.take());
+            handle.and_then(|h| h.join().ok()).unwrap_or_default()
+        })
+    }
+}
+
+fn read_records(records: &[(usize, PathBuf)]) -> Owners {
+    let mut owners = Owners::default();
+    for (index, dir) in records {
         let record = std::fs::read(dir.join("RECORD")).unwrap_or_default();
         for line in String::from_utf8_lossy(&record).lines() {
             let Some(path) = record_path(line) else {
@@ -67,17 +82,47 @@ impl Site {
             }
             if let Some(top) = path.split('/').next() {
                 let top = top.strip_suffix(".py").unwrap_or(top);
-                self.top_level.entry(top.to_string()).or_insert(index);
+                owners.top_level.entry(top.to_string()).or_insert(*index);
             }
-            self.owners.insert(path, index);
+            owners.by_path.insert(path, *index);
         }
+    }
+    owners
+}
+
+impl Site {
+    /// Reads the distributions of a site root.
+    pub fn open(root: &Path) -> Result<Site> {
+        let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        let mut dist_infos: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "dist-info") && p.is_dir())
+            .collect();
+        dist_infos.sort();
+        let mut distributions = Vec::new();
+        let mut records = Vec::new();
+        for dir in dist_infos {
+            if let Some(dist) = read_metadata(&dir) {
+                records.push((distributions.len(), dir));
+                distributions.push(dist);
+            }
+        }
+        Ok(Site {
+            root: root.to_path_buf(),
+            distributions,
+            owners: LazyOwners::read_in_background(records),
+        })
     }
 
     /// The distribution that owns a file (relative path with `/`).
     pub fn owner(&self, relative: &str) -> Option<&Distribution> {
-        let index = self.owners.get(relative).or_else(|| {
+        let owners = self.owners.get();
+        let index = owners.by_path.get(relative).or_else(|| {
             let top = relative.split('/').next()?;
-            self.top_level.get(top.strip_suffix(".py").unwrap_or(top))
+            owners.top_level.get(top.strip_suffix(".py").unwrap_or(top))
         })?;
         self.distributions.get(*index)
     }
