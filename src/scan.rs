@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges};
 use crate::gate::index::{ModuleIndex, module_name};
-use crate::gate::ir::SharedModule;
+use crate::gate::ir::{SharedModule, SiteKind};
 use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
@@ -35,6 +35,9 @@ pub struct Gate {
     pub form: Form,
     pub text: String,
     pub predicate: Pred,
+    /// Whether the gate is the condition of an `if`/`elif`/`while` or of a conditional
+    /// expression, and so guards a branch that verdicts can follow.
+    pub guards_branch: bool,
 }
 
 /// Something the user should know that did not stop the scan.
@@ -280,6 +283,10 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
                         form: resolved.form,
                         text: site_record.text.clone(),
                         predicate: resolved.predicate,
+                        guards_branch: matches!(
+                            site_record.kind,
+                            SiteKind::Test | SiteKind::ValueSelect
+                        ),
                     }
                 })
                 .collect::<Vec<_>>()

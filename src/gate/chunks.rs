@@ -67,9 +67,21 @@ pub fn split_block(
     (start, end): (usize, usize),
     indent: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    if end - start < SPLIT_BLOCK_BYTES {
+    // Decorators and the blank and comment lines that trail the block do not count: a
+    // small function is kept whole (and can be inferred as a helper without the whole module).
+    if end - start < SPLIT_BLOCK_BYTES || own_bytes(src, (start, end)) < SPLIT_BLOCK_BYTES {
         return None;
     }
+    split_definition(src, (start, end), indent)
+}
+
+/// A `def` or `class` of any size split into its header and its body statements (`None` for
+/// other statements and one-line definitions).
+pub fn split_definition(
+    src: &[u8],
+    (start, end): (usize, usize),
+    indent: usize,
+) -> Option<Vec<(usize, usize)>> {
     let head = String::from_utf8_lossy(&src[start..start + (end - start).min(2_000)]);
     let header = head
         .lines()
@@ -79,11 +91,6 @@ pub fn split_block(
         || keyword.starts_with("def ")
         || keyword.starts_with("async def "))
     {
-        return None;
-    }
-    // Decorators and the blank and comment lines that trail the block do not count: a
-    // small function is kept whole (and can be inferred as a helper without the whole module).
-    if own_bytes(src, (start, end)) < SPLIT_BLOCK_BYTES {
         return None;
     }
     let body_start = first_body_line(src, start, end, indent)?;

@@ -584,6 +584,7 @@ pub(crate) mod fixture {
                 },
                 Form::HelperCall,
             ),
+            guards_branch: true,
         }
     }
 }

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tree_sitter::Node;
+use tree_sitter::{Node, Tree};
 
-use crate::gate::chunks::{definition_name, split_block, top_level_statements};
+use crate::gate::chunks::{definition_name, split_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
 use crate::gate::lower::parse_ranges;
 use crate::scan::Gate;
@@ -68,6 +68,8 @@ impl Parsed {
 pub struct Code {
     root: PathBuf,
     cache: Mutex<HashMap<String, Option<Arc<Parsed>>>>,
+    /// `module:function` → the facts of its body: many gates reach the same callees.
+    bodies: Mutex<HashMap<String, Option<Arc<Facts>>>>,
 }
 
 impl Code {
@@ -75,7 +77,23 @@ impl Code {
         Code {
             root: root.to_path_buf(),
             cache: Mutex::new(HashMap::new()),
+            bodies: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The module of a callee and the facts of its body, each read once.
+    pub fn callee(&self, module: &str, function: &str) -> Option<(Arc<Parsed>, Arc<Facts>)> {
+        let callee = self.module(module)?;
+        let key = format!("{module}:{function}");
+        if let Some(hit) = self.bodies.lock().expect("bodies").get(&key) {
+            return Some((callee, hit.clone()?));
+        }
+        let facts = body_facts(&callee, function).map(Arc::new);
+        self.bodies
+            .lock()
+            .expect("bodies")
+            .insert(key, facts.clone());
+        Some((callee, facts?))
     }
 
     /// `a.b` is `a/b.py` or `a/b/__init__.py`, never through a symlink that leaves the site.
@@ -282,14 +300,63 @@ fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     std::str::from_utf8(&src[node.byte_range()]).unwrap_or("")
 }
 
+/// What linking one file's gates reuses: where its lines start, and the parsed statements
+/// around its gates (a function with ten gates is parsed once, not ten times). Kept only while
+/// that file's gates are linked.
+#[derive(Default)]
+pub struct FileCache {
+    line_starts: Option<Vec<usize>>,
+    trees: HashMap<Vec<(usize, usize)>, Option<Tree>>,
+}
+
+impl FileCache {
+    /// The byte offset of a 1-based line and character column.
+    fn byte_of(&mut self, src: &[u8], line: u32, column: u32) -> Option<usize> {
+        let starts = self.line_starts.get_or_insert_with(|| {
+            std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', src).map(|i| i + 1))
+                .collect()
+        });
+        let start = *starts.get((line as usize).checked_sub(1)?)?;
+        let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
+        let line_text = String::from_utf8_lossy(&src[start..line_end]);
+        let offset: usize = line_text
+            .chars()
+            .take(column.saturating_sub(1) as usize)
+            .map(char::len_utf8)
+            .sum();
+        Some(start + offset)
+    }
+
+    fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
+        self.trees
+            .entry(ranges)
+            .or_insert_with_key(|ranges| parse_ranges(src, ranges))
+            .as_ref()
+    }
+}
+
 /// The code a gate guards: the body of the `if`/`elif`/`while` whose condition it is, or the
 /// value a conditional expression picks when it holds. Other gates (flags, returns) guard
 /// code elsewhere and give `None`.
-pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
+pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
-    let start = byte_of(src, gate.line, gate.column)?;
-    let end = byte_of(src, gate.end_line, gate.end_column)?;
-    let tree = parse_ranges(src, &enclosing_ranges(src, &parsed.statements, start))?;
+    let start = cache.byte_of(src, gate.line, gate.column)?;
+    let end = cache.byte_of(src, gate.end_line, gate.end_column)?;
+    let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
+    // Most branches are read from the statement alone; only an error exit needs the
+    // statements after it, parsed then.
+    let (_, branch) = branch_of(cache.tree(src, around.clone())?, start, end)?;
+    if !starts_with_raise(branch) {
+        return Some(facts(branch, src));
+    }
+    let tree = cache.tree(src, [around, after].concat())?;
+    let (parent, _) = branch_of(tree, start, end)?;
+    raise_guarded(parent, src)
+}
+
+/// The statement or expression a gate at `start..end` is the condition of, and its branch.
+fn branch_of(tree: &Tree, start: usize, end: usize) -> Option<(Node<'_>, Node<'_>)> {
     let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
     while let Some(parent) = node.parent() {
         if parent.byte_range() != node.byte_range() {
@@ -311,11 +378,12 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate) -> Option<Facts> {
         }
         _ => return None,
     };
-    if !starts_with_raise(branch) {
-        return Some(facts(branch, src));
-    }
-    // The branch is an error exit: what the gate protects is the code after the statement,
-    // read only where it runs unconditionally (nested branches have conditions of their own).
+    Some((parent, branch))
+}
+
+/// The branch is an error exit: what the gate protects is the code after the statement, read
+/// only where it runs unconditionally (nested branches have conditions of their own).
+fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
     let statement = if parent.kind() == "elif_clause" {
         parent.parent()?
     } else {
@@ -366,33 +434,58 @@ fn starts_with_raise(branch: Node) -> bool {
         .is_some_and(|n| n.kind() == "raise_statement")
 }
 
-/// The statement that holds `byte`, with the headers of the big blocks around it (so the
-/// parser sees valid nesting), as the chunked scan splits them.
-fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> Vec<(usize, usize)> {
-    let mut ranges = Vec::new();
-    let Some(mut range) = statements
-        .iter()
-        .copied()
-        .find(|&(s, e)| s <= byte && byte < e)
-    else {
-        return vec![(0, src.len())];
+/// What to parse to see the statement holding a gate in context.
+struct Enclosing {
+    /// The headers of the definitions around the statement, and the statement.
+    around: Vec<(usize, usize)>,
+    /// The statements after it in its block, up to `MAX_BODY_BYTES` (an error exit guards
+    /// them); none in a block the scan splits too, where following every call of a
+    /// thousand-line function costs more than it finds.
+    after: Vec<(usize, usize)>,
+}
+
+fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> Enclosing {
+    let holds = |&(s, e): &(usize, usize)| s <= byte && byte < e;
+    let Some(index) = statements.iter().position(holds) else {
+        return Enclosing {
+            around: vec![(0, src.len())],
+            after: Vec::new(),
+        };
     };
+    let mut around = Vec::new();
+    let mut range = statements[index];
+    let mut following: Vec<(usize, usize)> = Vec::new();
     loop {
         let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
-        let Some(parts) = split_block(src, range, indent) else {
+        let Some(parts) = split_definition(src, range, indent) else {
             break;
         };
-        let header = parts[0];
-        match parts[1..].iter().find(|&&(s, e)| s <= byte && byte < e) {
-            Some(&inner) if !(header.0 <= byte && byte < header.1) => {
-                ranges.push(header);
-                range = inner;
+        let (header, body) = (parts[0], &parts[1..]);
+        match body.iter().position(holds) {
+            Some(i) if !holds(&header) => {
+                around.push(header);
+                following = if split_block(src, range, indent).is_some() {
+                    Vec::new()
+                } else {
+                    body[i + 1..].to_vec()
+                };
+                range = body[i];
             }
             _ => break,
         }
     }
-    ranges.push(range);
-    ranges
+    around.push(range);
+    let mut after = Vec::new();
+    let mut budget = MAX_BODY_BYTES;
+    for next in following {
+        let size = next.1 - next.0;
+        if size > budget {
+            break;
+        }
+        budget -= size;
+        after.push(next);
+    }
+    Enclosing { around, after }
 }
 
 /// The facts of a top-level definition's body.
@@ -487,21 +580,6 @@ fn plain_word(node: Node, src: &[u8]) -> Option<String> {
 }
 
 /// Byte offset of a 1-based line and character column.
-fn byte_of(src: &[u8], line: u32, column: u32) -> Option<usize> {
-    let mut start = 0;
-    for _ in 1..line {
-        start += memchr::memchr(b'\n', &src[start..])? + 1;
-    }
-    let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
-    let line_text = String::from_utf8_lossy(&src[start..line_end]);
-    let offset: usize = line_text
-        .chars()
-        .take(column.saturating_sub(1) as usize)
-        .map(char::len_utf8)
-        .sum();
-    Some(start + offset)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +599,48 @@ mod tests {
     }
 
     #[test]
+    fn branches_are_read_from_the_enclosing_statement_and_what_follows_it() {
+        let filler = "        pad = 1\n".repeat(20);
+        let src = format!(
+            "class Runner:\n    def pick(self, x):\n{filler}        if x:\n            return flashinfer.comm.run(1)\n        return \"trtllm\"\n\n    def check(self, y):\n        if not y:\n            raise RuntimeError(\"no\")\n        return backend.launch(y)\n"
+        );
+        let parsed = index_module("m", false, src.clone().into_bytes());
+        let at = |needle: &str| {
+            let byte = src.find(needle).unwrap();
+            let line = src[..byte].matches('\n').count() as u32 + 1;
+            let column = (byte - src[..byte].rfind('\n').map_or(0, |i| i + 1)) as u32 + 1;
+            (line, column)
+        };
+        let gate = |(line, column): (u32, u32), len: u32| Gate {
+            id: String::new(),
+            dist: None,
+            dist_version: None,
+            file: "m.py".into(),
+            line,
+            column,
+            end_line: line,
+            end_column: column + len,
+            function: None,
+            form: crate::gate::predicate::Form::HelperCall,
+            text: String::new(),
+            predicate: crate::gate::predicate::Pred::Const(true),
+            guards_branch: true,
+        };
+        let mut cache = FileCache::default();
+        let picked =
+            gated_branch(&parsed, &gate(at("x:\n            return"), 1), &mut cache).unwrap();
+        assert_eq!(picked.calls, ["flashinfer.comm.run"]);
+        assert!(!picked.raises);
+        let guarded = gated_branch(&parsed, &gate(at("not y"), 5), &mut cache).unwrap();
+        assert!(guarded.raises);
+        assert_eq!(
+            guarded.calls,
+            ["backend.launch"],
+            "the statements after the raise"
+        );
+    }
+
+    #[test]
     fn facts_of_a_branch() {
         let src = b"def f(x):\n    if x:\n        y = flashinfer.comm.run(1)\n        return \"mnnvl\"\n    return \"trtllm\"\n".to_vec();
         let parsed = index_module("m", false, src);
@@ -537,8 +657,9 @@ mod tests {
             form: crate::gate::predicate::Form::HelperCall,
             text: "x".into(),
             predicate: crate::gate::predicate::Pred::Const(true),
+            guards_branch: true,
         };
-        let facts = gated_branch(&parsed, &gate).unwrap();
+        let facts = gated_branch(&parsed, &gate, &mut FileCache::default()).unwrap();
         assert_eq!(facts.calls, ["flashinfer.comm.run"]);
         assert_eq!(
             facts.strings,

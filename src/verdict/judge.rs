@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use rayon::prelude::*;
 
-use super::code::Code;
+use super::code::{Code, FileCache};
 use super::link::{GateLink, LinkOutcome, Linker};
 use super::model::{Verdict, VerdictKind, Verdicts};
 use crate::arch::Arch;
@@ -75,9 +75,10 @@ fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
             let parsed = needs_code
                 .then(|| Code::module_of_file(file).and_then(|m| code.load(&m)))
                 .flatten();
+            let mut trees = FileCache::default();
             indices
                 .iter()
-                .map(|&i| (i, linker.link(&gates[i], parsed.as_ref())))
+                .map(|&i| (i, linker.link(&gates[i], parsed.as_ref(), &mut trees)))
                 .collect::<Vec<_>>()
         })
         .collect();

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::code::{Code, Facts, Parsed, body_facts, gated_branch};
+use super::code::{Code, Facts, FileCache, Parsed, gated_branch};
 use crate::gate::predicate::Form;
 use crate::kernel::jit::JitIndex;
 use crate::kernel::query::{Requirement, glob_match};
@@ -59,9 +59,12 @@ struct Search {
 }
 
 impl Linker<'_> {
-    /// Links one gate; `parsed` is its module, read once for all the gates of the file.
-    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>) -> GateLink {
-        let branch = parsed.and_then(|p| gated_branch(p, gate));
+    /// Links one gate; `parsed` is its module and `trees` its enclosing statements, read once
+    /// for all the gates of the file.
+    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>, trees: &mut FileCache) -> GateLink {
+        let branch = parsed
+            .filter(|_| gate.guards_branch)
+            .and_then(|p| gated_branch(p, gate, trees));
         GateLink {
             guards_raise: branch.as_ref().is_some_and(|b| b.raises),
             outcome: self.outcome(gate, parsed, branch),
@@ -202,9 +205,7 @@ impl Linker<'_> {
             if depth + 1 >= MAX_HOPS || !search.visited.insert(id) {
                 continue;
             }
-            if let Some(callee) = self.code.module(&module)
-                && let Some(body) = body_facts(&callee, &function)
-            {
+            if let Some((callee, body)) = self.code.callee(&module, &function) {
                 self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
             }
         }
