@@ -40,6 +40,8 @@ struct Owners {
 /// at the first question about ownership.
 #[derive(Debug)]
 struct LazyOwners {
+    /// (index into `distributions`, its `*.dist-info` folder).
+    records: Vec<(usize, PathBuf)>,
     ready: OnceLock<Owners>,
     reading: Mutex<Option<JoinHandle<Owners>>>,
 }
@@ -49,22 +51,22 @@ impl LazyOwners {
         let moved = records.clone();
         let reading = std::thread::Builder::new()
             .name("gatefix-record".into())
-            .spawn(move || read_records(&moved));
-        let ready = OnceLock::new();
-        if reading.is_err() {
-            // No thread to be had: read them now.
-            let _ = ready.set(read_records(&records));
-        }
+            .spawn(move || read_records(&moved))
+            .ok();
         LazyOwners {
-            ready,
-            reading: Mutex::new(reading.ok()),
+            records,
+            ready: OnceLock::new(),
+            reading: Mutex::new(reading),
         }
     }
 
     fn get(&self) -> &Owners {
         self.ready.get_or_init(|| {
             let handle = self.reading.lock().ok().and_then(|mut h| h.take());
-            handle.and_then(|h| h.join().ok()).unwrap_or_default()
+            // No thread could be started, or it died: read them here.
+            handle
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(|| read_records(&self.records))
         })
     }
 }

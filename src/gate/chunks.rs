@@ -67,12 +67,17 @@ pub fn split_block(
     (start, end): (usize, usize),
     indent: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    // Decorators and the blank and comment lines that trail the block do not count: a
-    // small function is kept whole (and can be inferred as a helper without the whole module).
-    if end - start < SPLIT_BLOCK_BYTES || own_bytes(src, (start, end)) < SPLIT_BLOCK_BYTES {
+    if !is_big_block(src, (start, end)) {
         return None;
     }
     split_definition(src, (start, end), indent)
+}
+
+/// Whether a statement is big enough for `split_block` to split, if it is a definition.
+/// Decorators and the blank and comment lines that trail the block do not count: a small
+/// function is kept whole (and can be inferred as a helper without the whole module).
+pub fn is_big_block(src: &[u8], (start, end): (usize, usize)) -> bool {
+    end - start >= SPLIT_BLOCK_BYTES && own_bytes(src, (start, end)) >= SPLIT_BLOCK_BYTES
 }
 
 /// A `def` or `class` of any size split into its header and its body statements (`None` for

@@ -110,20 +110,19 @@ impl ModuleIndex {
     }
 
     fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
-        let mut bytes = std::fs::read(self.root.join(&file.path)).ok()?;
-        let mut tree = None;
+        let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
         // Resolution reads no body of a function without a token: do not parse them (unless
         // that made a syntax error the file does not have).
-        if let Some(skipped) = skip_plain_bodies(&bytes, &self.tokens) {
-            tree =
-                parse_ranges(&skipped.text, &skipped.ranges).filter(|t| !t.root_node().has_error());
-            if tree.is_some() {
-                bytes = skipped.text;
+        let skipped = skip_plain_bodies(&bytes, &self.tokens).and_then(|skipped| {
+            let tree = parse_ranges(&skipped.text, &skipped.ranges)?;
+            (!tree.root_node().has_error()).then_some((skipped.text, tree))
+        });
+        let (bytes, tree) = match skipped {
+            Some(parsed) => parsed,
+            None => {
+                let tree = parse(&bytes)?;
+                (bytes, tree)
             }
-        }
-        let tree = match tree {
-            Some(tree) => tree,
-            None => parse(&bytes)?,
         };
         Some(Arc::new(lower_module(
             &bytes,

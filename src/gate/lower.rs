@@ -751,8 +751,9 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Below an arch-dependent expression every part is visited without re-testing: the
-    /// test walks the subtree, and repeating it per level would be quadratic.
+    /// Below an arch-dependent expression every part is visited without re-testing for tokens
+    /// (that test walks the subtree, and repeating it per level would be quadratic); only a
+    /// SIMD byte search per level decides whether a subtree can hold what is looked for.
     fn scan_archy_expression(&mut self, node: Node) {
         // Walking a big table node by node costs far more than a look at its bytes: skip
         // subtrees that cannot hold an `if` or a JIT arch list.

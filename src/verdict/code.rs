@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tree_sitter::{Node, Tree};
 
-use crate::gate::chunks::{definition_name, split_block, split_definition, top_level_statements};
+use crate::gate::chunks::{definition_name, is_big_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
 use crate::gate::lower::parse_ranges;
 use crate::scan::Gate;
@@ -464,7 +464,7 @@ fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> E
         match body.iter().position(holds) {
             Some(i) if !holds(&header) => {
                 around.push(header);
-                following = if split_block(src, range, indent).is_some() {
+                following = if is_big_block(src, range) {
                     Vec::new()
                 } else {
                     body[i + 1..].to_vec()
@@ -579,7 +579,6 @@ fn plain_word(node: Node, src: &[u8]) -> Option<String> {
     word.then(|| inner.to_string())
 }
 
-/// Byte offset of a 1-based line and character column.
 #[cfg(test)]
 mod tests {
     use super::*;

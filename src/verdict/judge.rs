@@ -75,10 +75,10 @@ fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
             let parsed = needs_code
                 .then(|| Code::module_of_file(file).and_then(|m| code.load(&m)))
                 .flatten();
-            let mut trees = FileCache::default();
+            let mut cache = FileCache::default();
             indices
                 .iter()
-                .map(|&i| (i, linker.link(&gates[i], parsed.as_ref(), &mut trees)))
+                .map(|&i| (i, linker.link(&gates[i], parsed.as_ref(), &mut cache)))
                 .collect::<Vec<_>>()
         })
         .collect();

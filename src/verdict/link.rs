@@ -59,12 +59,12 @@ struct Search {
 }
 
 impl Linker<'_> {
-    /// Links one gate; `parsed` is its module and `trees` its enclosing statements, read once
-    /// for all the gates of the file.
-    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>, trees: &mut FileCache) -> GateLink {
+    /// Links one gate; `parsed` is its module and `cache` what its file's gates share, read
+    /// once for all of them.
+    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>, cache: &mut FileCache) -> GateLink {
         let branch = parsed
             .filter(|_| gate.guards_branch)
-            .and_then(|p| gated_branch(p, gate, trees));
+            .and_then(|p| gated_branch(p, gate, cache));
         GateLink {
             guards_raise: branch.as_ref().is_some_and(|b| b.raises),
             outcome: self.outcome(gate, parsed, branch),
