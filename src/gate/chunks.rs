@@ -22,28 +22,112 @@ const SMALL_LOCAL_BYTES: usize = 300;
 
 /// Byte ranges of the top-level statements, in order, covering the file.
 pub fn top_level_statements(src: &[u8]) -> Vec<(usize, usize)> {
-    statements_at(src, 0, src.len(), 0)
+    statements_at(lex_lines(src, 0, src.len()), 0, src.len(), 0)
 }
 
-/// Statements that start at exactly `indent` spaces inside `[from, to)`.
-fn statements_at(src: &[u8], from: usize, to: usize, indent: usize) -> Vec<(usize, usize)> {
-    let mut starts = Vec::new();
+/// A line of source, and whether a statement can start at it (the lexer is outside brackets,
+/// strings and continuations there).
+#[derive(Clone, Copy)]
+struct Line<'s> {
+    start: usize,
+    text: &'s [u8],
+    boundary: bool,
+}
+
+/// The lines of `src[from..to)`, lexed as they are read (for walks that stop early). `from`
+/// must be at a statement boundary.
+fn lex_lines(src: &[u8], from: usize, to: usize) -> impl Iterator<Item = Line<'_>> {
     let mut lexer = Lexer::default();
-    let mut line_start = from;
+    let mut at = from;
+    std::iter::from_fn(move || {
+        if at >= to {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &src[at..to]).map_or(to, |i| at + i + 1);
+        let line = Line {
+            start: at,
+            text: &src[at..end],
+            boundary: lexer.at_statement_boundary(),
+        };
+        lexer.feed(line.text);
+        at = end;
+        Some(line)
+    })
+}
+
+/// One lexing pass over a whole file: where each line starts and whether a statement can
+/// start there. Chunking reads it at every nesting level, where lexing each big block again
+/// cost a fifth of the chunker's time. A statement boundary leaves the lexer in its initial
+/// state, so a block's lines read the same here as lexed from the block's first line.
+pub struct FileLines<'s> {
+    src: &'s [u8],
+    /// Line start offsets, then the file's length.
+    starts: Vec<usize>,
+    /// Per line: whether a statement can start there.
+    boundary: Vec<bool>,
+}
+
+impl<'s> FileLines<'s> {
+    pub fn new(src: &'s [u8]) -> FileLines<'s> {
+        let capacity = src.len() / 32 + 2;
+        let (mut starts, mut boundary) =
+            (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
+        for line in lex_lines(src, 0, src.len()) {
+            starts.push(line.start);
+            boundary.push(line.boundary);
+        }
+        starts.push(src.len());
+        FileLines {
+            src,
+            starts,
+            boundary,
+        }
+    }
+
+    /// The lines from the one holding `from` up to `to` (a line start or the file's end).
+    fn lines(&self, from: usize, to: usize) -> impl Iterator<Item = Line<'s>> + '_ {
+        let first = self
+            .starts
+            .partition_point(|&s| s <= from)
+            .saturating_sub(1);
+        (first..self.boundary.len())
+            .take_while(move |&i| self.starts[i] < to)
+            .map(move |i| {
+                let (start, end) = (self.starts[i], self.starts[i + 1].min(to));
+                Line {
+                    start,
+                    text: &self.src[start..end],
+                    boundary: self.boundary[i],
+                }
+            })
+    }
+
+    /// `split_block`, reading this table.
+    fn split_block(&self, range: (usize, usize), indent: usize) -> Option<Vec<(usize, usize)>> {
+        if !is_big_block(self.src, range) {
+            return None;
+        }
+        split_definition_with(self.src, range, indent, |from, to| self.lines(from, to))
+    }
+}
+
+/// Statements that start at exactly `indent` spaces inside `[from, to)`, given its lines.
+fn statements_at<'s>(
+    lines: impl Iterator<Item = Line<'s>>,
+    from: usize,
+    to: usize,
+    indent: usize,
+) -> Vec<(usize, usize)> {
+    let mut starts = Vec::new();
     let mut after_decorator = false;
-    while line_start < to {
-        let line_end =
-            memchr::memchr(b'\n', &src[line_start..to]).map_or(to, |i| line_start + i + 1);
-        let line = &src[line_start..line_end];
-        if lexer.at_statement_boundary() && starts_statement(line, indent) {
-            let code = &line[indent..];
+    for line in lines {
+        if line.boundary && starts_statement(line.text, indent) {
+            let code = &line.text[indent..];
             if !after_decorator && !continues_compound(code) {
-                starts.push(line_start);
+                starts.push(line.start);
             }
             after_decorator = code.first() == Some(&b'@');
         }
-        lexer.feed(line);
-        line_start = line_end;
     }
     if starts.first() != Some(&from) {
         starts.insert(0, from);
@@ -64,13 +148,13 @@ fn statements_at(src: &[u8], from: usize, to: usize, indent: usize) -> Vec<(usiz
 /// Other compound statements stay whole: their `else`/`except` clauses share the indentation.
 pub fn split_block(
     src: &[u8],
-    (start, end): (usize, usize),
+    range: (usize, usize),
     indent: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    if !is_big_block(src, (start, end)) {
+    if !is_big_block(src, range) {
         return None;
     }
-    split_definition(src, (start, end), indent)
+    split_definition(src, range, indent)
 }
 
 /// Whether a statement is big enough for `split_block` to split, if it is a definition.
@@ -84,24 +168,39 @@ pub fn is_big_block(src: &[u8], (start, end): (usize, usize)) -> bool {
 /// other statements and one-line definitions).
 pub fn split_definition(
     src: &[u8],
-    (start, end): (usize, usize),
+    range: (usize, usize),
     indent: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    let head = String::from_utf8_lossy(&src[start..start + (end - start).min(2_000)]);
+    split_definition_with(src, range, indent, |from, to| lex_lines(src, from, to))
+}
+
+/// `split_definition`, reading lines from `lines(from, to)`.
+fn split_definition_with<'s, I: Iterator<Item = Line<'s>>>(
+    src: &[u8],
+    (start, end): (usize, usize),
+    indent: usize,
+    lines: impl Fn(usize, usize) -> I,
+) -> Option<Vec<(usize, usize)>> {
+    let head = &src[start..start + (end - start).min(2_000)];
     let header = head
-        .lines()
-        .find(|line| !line.trim_start().starts_with('@'))?;
-    let keyword = header.trim_start();
-    if !(keyword.starts_with("class ")
-        || keyword.starts_with("def ")
-        || keyword.starts_with("async def "))
+        .split(|c| *c == b'\n')
+        .find(|line| !line.trim_ascii_start().starts_with(b"@"))?;
+    let keyword = header.trim_ascii_start();
+    if !(keyword.starts_with(b"class ")
+        || keyword.starts_with(b"def ")
+        || keyword.starts_with(b"async def "))
     {
         return None;
     }
-    let body_start = first_body_line(src, start, end, indent)?;
+    let body_start = first_body_line(lines(start, end), start, indent)?;
     let body_indent = src[body_start..].iter().take_while(|c| **c == b' ').count();
     let mut parts = vec![(start, body_start)];
-    parts.extend(statements_at(src, body_start, end, body_indent));
+    parts.extend(statements_at(
+        lines(body_start, end),
+        body_start,
+        end,
+        body_indent,
+    ));
     Some(parts)
 }
 
@@ -164,28 +263,34 @@ pub fn definition_name(src: &[u8], (start, end): (usize, usize)) -> Option<(&str
 /// statement, which can make a big function look small. Also returns where the block ends
 /// (the definition lies inside `start..end`).
 pub fn definition_size_lower_bound(src: &[u8], start: usize, indent: usize) -> (usize, usize) {
-    let mut lexer = Lexer::default();
-    let mut offset = start;
+    definition_extent(lex_lines(src, start, src.len()), start, indent, src.len())
+}
+
+/// `definition_size_lower_bound` over the lines from the one holding `start` (the keyword
+/// may be mid-line: only whitespace precedes it) up to `to`.
+fn definition_extent<'s>(
+    lines: impl Iterator<Item = Line<'s>>,
+    start: usize,
+    indent: usize,
+    to: usize,
+) -> (usize, usize) {
     let mut last_code = start;
-    while offset < src.len() {
-        let line_end = memchr::memchr(b'\n', &src[offset..]).map_or(src.len(), |i| offset + i + 1);
-        let line = &src[offset..line_end];
+    for line in lines {
         let spaces = line
+            .text
             .iter()
             .take_while(|c| **c == b' ' || **c == b'\t')
             .count();
-        let code = line.get(spaces).copied();
+        let code = line.text.get(spaces).copied();
         let is_code = code.is_some_and(|c| c != b'#' && c != b'\n' && c != b'\r');
-        if offset > start && lexer.at_statement_boundary() && is_code && spaces <= indent {
-            break;
+        if line.start > start && line.boundary && is_code && spaces <= indent {
+            return (last_code.saturating_sub(start), line.start);
         }
         if is_code {
-            last_code = offset + spaces + 1;
+            last_code = line.start + spaces + 1;
         }
-        lexer.feed(line);
-        offset = line_end;
     }
-    (last_code.saturating_sub(start), offset)
+    (last_code.saturating_sub(start), to)
 }
 
 /// The size of a block from its `def`/`class` keyword to the end of its last code line:
@@ -217,25 +322,24 @@ fn own_bytes(src: &[u8], (start, end): (usize, usize)) -> usize {
     to.saturating_sub(from)
 }
 
-/// The first code line indented deeper than the header, after the header's own lines.
-fn first_body_line(src: &[u8], start: usize, end: usize, indent: usize) -> Option<usize> {
-    let mut lexer = Lexer::default();
-    let mut offset = start;
-    while offset < end {
-        let line_end = memchr::memchr(b'\n', &src[offset..end]).map_or(end, |i| offset + i + 1);
-        let line = &src[offset..line_end];
-        let was_boundary = lexer.at_statement_boundary();
-        lexer.feed(line);
-        let spaces = line.iter().take_while(|c| **c == b' ').count();
-        let code = line.get(spaces).copied();
+/// The first code line indented deeper than the header (whose keyword is at `start`, maybe
+/// mid-line after whitespace), after the header's own lines; `None` for a one-line definition
+/// or a tab-indented body.
+fn first_body_line<'s>(
+    lines: impl Iterator<Item = Line<'s>>,
+    start: usize,
+    indent: usize,
+) -> Option<usize> {
+    for line in lines {
+        let spaces = line.text.iter().take_while(|c| **c == b' ').count();
+        let code = line.text.get(spaces).copied();
         let is_code = code.is_some_and(|c| c != b'#' && c != b'\n' && c != b'\r');
-        if was_boundary && offset > start && spaces > indent && is_code {
-            return Some(offset);
+        if line.boundary && line.start > start && spaces > indent && is_code {
+            return Some(line.start);
         }
-        if is_code && spaces > indent && line.get(spaces) == Some(&b'\t') {
+        if is_code && spaces > indent && code == Some(b'\t') {
             return None;
         }
-        offset = line_end;
     }
     None
 }
@@ -250,14 +354,17 @@ struct Piece {
 
 /// Flattens statements, splitting every big `def`/`class` block into pieces.
 fn flatten(
-    src: &[u8],
+    lines: &FileLines,
     range: (usize, usize),
     depth: usize,
     parent: Option<usize>,
     out: &mut Vec<Piece>,
 ) {
-    let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
-    match split_block(src, range, indent) {
+    let indent = lines.src[range.0..]
+        .iter()
+        .take_while(|c| **c == b' ')
+        .count();
+    match lines.split_block(range, indent) {
         Some(parts) => {
             let header = out.len();
             out.push(Piece {
@@ -267,7 +374,7 @@ fn flatten(
                 is_header: true,
             });
             for &part in &parts[1..] {
-                flatten(src, part, depth + 1, Some(header), out);
+                flatten(lines, part, depth + 1, Some(header), out);
             }
         }
         None => out.push(Piece {
@@ -283,9 +390,10 @@ fn flatten(
 /// small top-level statements and the short assignments beside a kept statement, and those
 /// naming a top-level name that a kept statement defines (to a fixpoint).
 pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
+    let lines = FileLines::new(src);
     let mut pieces = Vec::new();
-    for statement in top_level_statements(src) {
-        flatten(src, statement, 0, None, &mut pieces);
+    for statement in statements_at(lines.lines(0, src.len()), 0, src.len(), 0) {
+        flatten(&lines, statement, 0, None, &mut pieces);
     }
     let token_hit: Vec<bool> = pieces
         .iter()
@@ -876,37 +984,35 @@ pub struct PlainBodiesSkipped {
 
 /// `None` when no function body can be skipped.
 pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipped> {
+    let lines = FileLines::new(src);
     let mut text: Option<Vec<u8>> = None;
     let mut ranges = Vec::new();
     let mut parsed_from = 0;
-    let mut lexer = Lexer::default();
-    let mut offset = 0;
-    while offset < src.len() {
-        let line_end = memchr::memchr(b'\n', &src[offset..]).map_or(src.len(), |i| offset + i + 1);
-        let line = &src[offset..line_end];
-        let indent = line.iter().take_while(|c| **c == b' ').count();
-        let code = &line[indent..];
-        if lexer.at_statement_boundary()
-            && (code.starts_with(b"def ") || code.starts_with(b"async def "))
-        {
-            let start = offset + indent;
-            let (_, end) = definition_size_lower_bound(src, start, indent);
-            if let Some(body) = first_body_line(src, start, end, indent) {
-                // A function with a token stays whole, nested functions included: inference
-                // may run them.
-                if !statement_code_hit(tokens, &src[start..end]) {
-                    let text = text.get_or_insert_with(|| src.to_vec());
-                    let kept_to = stub_first_statement(text, body);
-                    ranges.push((parsed_from, kept_to));
-                    parsed_from = end;
-                }
-                offset = end;
-                lexer = Lexer::default();
-                continue;
-            }
+    // Lines before this offset lie in a function already judged.
+    let mut resume = 0;
+    for line in lines.lines(0, src.len()) {
+        if line.start < resume || !line.boundary {
+            continue;
         }
-        lexer.feed(line);
-        offset = line_end;
+        let indent = line.text.iter().take_while(|c| **c == b' ').count();
+        let code = &line.text[indent..];
+        if !(code.starts_with(b"def ") || code.starts_with(b"async def ")) {
+            continue;
+        }
+        let start = line.start + indent;
+        let (_, end) = definition_extent(lines.lines(start, src.len()), start, indent, src.len());
+        let Some(body) = first_body_line(lines.lines(start, end), start, indent) else {
+            continue;
+        };
+        // A function with a token stays whole, nested functions included: inference may
+        // run them.
+        if !statement_code_hit(tokens, &src[start..end]) {
+            let text = text.get_or_insert_with(|| src.to_vec());
+            let kept_to = stub_first_statement(text, body);
+            ranges.push((parsed_from, kept_to));
+            parsed_from = end;
+        }
+        resume = end;
     }
     ranges.push((parsed_from, src.len()));
     Some(PlainBodiesSkipped {
@@ -1136,6 +1242,35 @@ mod tests {
                 proptest::prop_assert_eq!(
                     (fast.depth, fast.string, fast.continued),
                     (slow.depth, slow.string, slow.continued)
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The premise of `FileLines`: from any line where a statement can start, lexing
+        /// afresh reads the rest of the file as the one pass over the whole file did.
+        #[test]
+        fn a_boundary_line_lexes_as_a_fresh_start(
+            fragments in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "def f(x):\n", "    y = (1,\n", "2)\n", "    s = '''doc\n", "''' + x\n",
+                    "    return x  # (\n", "class C:\n", "  z = [\n", "]\n", "a = 1 \\\n",
+                    "    b\n", "\n", "    t = 'it''s'\n", "@d(\n", "    k=1)\n", "x = \"#\"\n",
+                ]),
+                0..40,
+            )
+        ) {
+            let src = fragments.concat();
+            let src = src.as_bytes();
+            let table = FileLines::new(src);
+            let read = |lines: &mut dyn Iterator<Item = Line>| -> Vec<(usize, bool)> {
+                lines.map(|line| (line.start, line.boundary)).collect()
+            };
+            for line in table.lines(0, src.len()).filter(|line| line.boundary) {
+                proptest::prop_assert_eq!(
+                    read(&mut table.lines(line.start, src.len())),
+                    read(&mut lex_lines(src, line.start, src.len()))
                 );
             }
         }
