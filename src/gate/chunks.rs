@@ -18,6 +18,8 @@ pub const SPLIT_BLOCK_BYTES: usize = 4 * 1024;
 /// Statements without a token but smaller than this are kept: imports, constants and flags
 /// that resolution reads (`_is_cuda = is_cuda()`).
 const SMALL_STATEMENT_BYTES: usize = 1_024;
+/// `def` and `class` blocks without a token in their code are split from this size on.
+const SPLIT_PLAIN_BLOCK_BYTES: usize = 1_024;
 const SMALL_LOCAL_BYTES: usize = 300;
 
 /// Byte ranges of the top-level statements, in order, covering the file.
@@ -102,11 +104,12 @@ impl<'s> FileLines<'s> {
             })
     }
 
-    /// `split_block`, reading this table.
-    fn split_block(&self, range: (usize, usize), indent: usize) -> Option<Vec<(usize, usize)>> {
-        if !is_big_block(self.src, range) {
-            return None;
-        }
+    /// `split_definition`, reading this table.
+    fn split_definition(
+        &self,
+        range: (usize, usize),
+        indent: usize,
+    ) -> Option<Vec<(usize, usize)>> {
         split_definition_with(self.src, range, indent, |from, to| self.lines(from, to))
     }
 }
@@ -181,17 +184,8 @@ fn split_definition_with<'s, I: Iterator<Item = Line<'s>>>(
     indent: usize,
     lines: impl Fn(usize, usize) -> I,
 ) -> Option<Vec<(usize, usize)>> {
-    let head = &src[start..start + (end - start).min(2_000)];
-    let header = head
-        .split(|c| *c == b'\n')
-        .find(|line| !line.trim_ascii_start().starts_with(b"@"))?;
-    let keyword = header.trim_ascii_start();
-    if !(keyword.starts_with(b"class ")
-        || keyword.starts_with(b"def ")
-        || keyword.starts_with(b"async def "))
-    {
-        return None;
-    }
+    // Past decorators, which may span lines.
+    definition_name(src, (start, end))?;
     let body_start = first_body_line(lines(start, end), start, indent)?;
     let body_indent = src[body_start..].iter().take_while(|c| **c == b' ').count();
     let mut parts = vec![(start, body_start)];
@@ -350,39 +344,83 @@ struct Piece {
     depth: usize,
     parent: Option<usize>,
     is_header: bool,
+    /// Whether the piece has a token in its code (`piece_has_token`).
+    has_token: bool,
 }
 
-/// Flattens statements, splitting every big `def`/`class` block into pieces.
-fn flatten(
-    lines: &FileLines,
-    range: (usize, usize),
-    depth: usize,
-    parent: Option<usize>,
-    out: &mut Vec<Piece>,
-) {
-    let indent = lines.src[range.0..]
-        .iter()
-        .take_while(|c| **c == b' ')
-        .count();
-    match lines.split_block(range, indent) {
-        Some(parts) => {
-            let header = out.len();
+/// What splitting a file into pieces reads: its lines, and where its tokens are.
+struct Splitter<'s> {
+    lines: FileLines<'s>,
+    tokens: &'s Tokens,
+    /// Where each token occurrence starts, in order: one search over the file, rather than one
+    /// per piece.
+    token_starts: Vec<usize>,
+}
+
+impl<'s> Splitter<'s> {
+    fn new(src: &'s [u8], tokens: &'s Tokens) -> Splitter<'s> {
+        Splitter {
+            lines: FileLines::new(src),
+            tokens,
+            token_starts: tokens.starts(src),
+        }
+    }
+
+    fn has_token(&self, (start, end): (usize, usize)) -> bool {
+        let first = self.token_starts.partition_point(|&at| at < start);
+        self.token_starts.get(first).is_some_and(|&at| at < end)
+            && piece_has_token(self.lines.src, (start, end), self.tokens)
+    }
+
+    /// Flattens a statement into pieces, splitting a `def`/`class` block when it is big
+    /// (`is_big_block`), or when it is `SPLIT_PLAIN_BLOCK_BYTES` or more and has no token in
+    /// its code: such a definition is kept only for the calls of arch-dependent names in it,
+    /// and resolution never reads its body (calling it is a free condition).
+    fn flatten(
+        &self,
+        range: (usize, usize),
+        depth: usize,
+        parent: Option<usize>,
+        out: &mut Vec<Piece>,
+    ) {
+        let src = self.lines.src;
+        let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
+        let mut has_token = None;
+        let mut token = |range| *has_token.get_or_insert_with(|| self.has_token(range));
+        let worth_splitting = range.1 - range.0 >= SPLIT_PLAIN_BLOCK_BYTES
+            && match definition_name(src, range) {
+                None => false,
+                Some(_) if is_big_block(src, range) => true,
+                // A class is never inferred as a whole: its methods are pieces of their own.
+                Some((_, Definition::Class)) => own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES,
+                Some((_, Definition::Function)) => {
+                    own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES && !token(range)
+                }
+            };
+        let split = worth_splitting
+            .then(|| self.lines.split_definition(range, indent))
+            .flatten();
+        let Some(parts) = split else {
             out.push(Piece {
-                range: parts[0],
+                range,
                 depth,
                 parent,
-                is_header: true,
+                is_header: false,
+                has_token: token(range),
             });
-            for &part in &parts[1..] {
-                flatten(lines, part, depth + 1, Some(header), out);
-            }
-        }
-        None => out.push(Piece {
-            range,
+            return;
+        };
+        let header = out.len();
+        out.push(Piece {
+            range: parts[0],
             depth,
             parent,
-            is_header: false,
-        }),
+            is_header: true,
+            has_token: self.has_token(parts[0]),
+        });
+        for &part in &parts[1..] {
+            self.flatten(part, depth + 1, Some(header), out);
+        }
     }
 }
 
@@ -390,15 +428,12 @@ fn flatten(
 /// small top-level statements and the short assignments beside a kept statement, and those
 /// naming a top-level name that a kept statement defines (to a fixpoint).
 pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
-    let lines = FileLines::new(src);
+    let splitter = Splitter::new(src, tokens);
     let mut pieces = Vec::new();
-    for statement in statements_at(lines.lines(0, src.len()), 0, src.len(), 0) {
-        flatten(&lines, statement, 0, None, &mut pieces);
+    for statement in statements_at(splitter.lines.lines(0, src.len()), 0, src.len(), 0) {
+        splitter.flatten(statement, 0, None, &mut pieces);
     }
-    let token_hit: Vec<bool> = pieces
-        .iter()
-        .map(|p| piece_has_token(src, p.range, tokens))
-        .collect();
+    let token_hit: Vec<bool> = pieces.iter().map(|p| p.has_token).collect();
     let mut archy = token_hit.clone();
     let mut derived: Vec<String> = Vec::new();
     let mut harvested = vec![false; pieces.len()];
@@ -416,7 +451,13 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
                 );
             }
         }
-        let locals_changed = mark_local_uses(src, &pieces, &mut archy, &mut harvested_locals);
+        let locals_changed = mark_local_uses(
+            &splitter,
+            &pieces,
+            &derived,
+            &mut archy,
+            &mut harvested_locals,
+        );
         if new_names.is_empty() {
             if locals_changed {
                 continue;
@@ -589,22 +630,29 @@ fn import_list(list: &[u8]) -> Vec<&[u8]> {
 /// Inside a split block, the locals an arch-dependent statement binds (`major, minor = ...`)
 /// make the sibling statements that read them arch-dependent too. Returns whether any changed.
 fn mark_local_uses(
-    src: &[u8],
+    splitter: &Splitter,
     pieces: &[Piece],
+    derived: &[String],
     archy: &mut [bool],
     harvested: &mut [bool],
 ) -> bool {
+    let src = splitter.lines.src;
     let mut by_parent: std::collections::HashMap<usize, Vec<String>> = Default::default();
+    let mut derived_matcher = None;
     for (i, piece) in pieces.iter().enumerate() {
         if let Some(parent) = piece.parent
             && archy[i]
             && !harvested[i]
         {
             harvested[i] = true;
-            by_parent
-                .entry(parent)
-                .or_default()
-                .extend(assigned_names(&src[piece.range.0..piece.range.1]));
+            let names = by_parent.entry(parent).or_default();
+            names.extend(assigned_names(&src[piece.range.0..piece.range.1]));
+            let derived = derived_matcher.get_or_insert_with(|| matcher(derived).ok());
+            names.extend(nested_archy_assignments(
+                splitter,
+                piece.range,
+                derived.as_ref(),
+            ));
         }
     }
     let mut changed = false;
@@ -623,6 +671,34 @@ fn mark_local_uses(
         }
     }
     changed
+}
+
+/// In a compound statement, the names bound by the nested assignments whose own lines name a
+/// token or a derived name: `family = _arch()` in one branch of an `if`, read after it.
+fn nested_archy_assignments(
+    splitter: &Splitter,
+    (start, end): (usize, usize),
+    derived: Option<&Matcher>,
+) -> Vec<String> {
+    let src = splitter.lines.src;
+    let starts: Vec<usize> = splitter
+        .lines
+        .lines(start, end)
+        .filter(|line| line.boundary && line.start > start)
+        .map(|line| line.start)
+        .collect();
+    let mut names = Vec::new();
+    for (i, &at) in starts.iter().enumerate() {
+        let logical = &src[at..starts.get(i + 1).copied().unwrap_or(end)];
+        let code = logical.trim_ascii_start();
+        if is_assignment(code)
+            && (statement_code_hit(splitter.tokens, code)
+                || derived.is_some_and(|d| d.is_match(code)))
+        {
+            names.extend(assigned_names(code));
+        }
+    }
+    names
 }
 
 /// The names on the left of a simple assignment's first line.
@@ -1314,13 +1390,18 @@ mod tests {
         let src = format!(
             "@cache\ndef fast():\n    return is_sm100()\nFAST = fast()\ndef user():\n    x = '{big}'\n    return FAST\ndef other():\n    y = '{big}'\n"
         );
-        let tokens = Tokens::new(["is_sm"]);
-        let kept: Vec<&str> = relevant_ranges(src.as_bytes(), &tokens)
-            .into_iter()
-            .map(|(s, e)| &src[s..e])
-            .collect();
-        assert_eq!(kept.len(), 3, "{kept:?}");
-        assert!(kept[2].starts_with("def user"));
+        // `user` and `other` have no token and are over a kilobyte: split, so that of `user`
+        // only its header and the statement naming `FAST` are parsed.
+        let kept = kept(&src, &Tokens::new(["is_sm"]));
+        assert_eq!(
+            kept,
+            [
+                "@cache\ndef fast():\n    return is_sm100()\n",
+                "FAST = fast()\n",
+                "def user():\n",
+                "    return FAST\n"
+            ]
+        );
     }
 
     fn kept(src: &str, tokens: &Tokens) -> Vec<String> {
@@ -1328,6 +1409,26 @@ mod tests {
             .into_iter()
             .map(|(s, e)| src[s..e].to_string())
             .collect()
+    }
+
+    #[test]
+    fn plain_definitions_and_classes_are_split_to_what_can_matter() {
+        let src = include_str!("../../testdata/sites/mixed/sglang/srt/layers/dispatch.py");
+        let text = kept(src, &Tokens::new(super::super::tokens::FORM_TOKENS)).concat();
+        // Padding statements (`cfg["option_N"] = ...`) are in every big block; none is kept.
+        assert!(!text.contains("option_"), "{text}");
+        // `choose_backend` has no token: its header, the assignment from the helper nested in
+        // an `if` branch, and the test that reads it are kept.
+        assert!(text.contains("def choose_backend(args):\n"));
+        assert!(text.contains("family = _resolve_family(args.arch)"));
+        assert!(text.contains("if family == \"sm100\":"));
+        // A class is split into its methods whatever its tokens; only `wide` has one.
+        assert!(text.contains("class TileConfig:\n"));
+        assert!(text.contains("def wide(self):"));
+        assert!(!text.contains("def describe(self):") && !text.contains("def __init__"));
+        // A big function is split past a decorator that spans lines.
+        assert!(text.contains("@register(\n"));
+        assert!(text.contains("if is_sm100_supported():"));
     }
 
     #[test]
@@ -1340,8 +1441,20 @@ mod tests {
              def method_use():\n    z = '{big}'\n    return self.run\n"
         );
         let kept = kept(&src, &Tokens::new(["is_sm"]));
-        let names: Vec<&str> = kept.iter().map(|k| &k[..k.find('(').unwrap()]).collect();
-        assert_eq!(names, ["def run", "def user", "def method_use"], "{kept:?}");
+        let heads: Vec<&str> = kept
+            .iter()
+            .map(|k| k.lines().next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "def run():",
+                "def user():",
+                "return run()",
+                "def method_use():",
+                "return self.run"
+            ]
+        );
     }
 
     #[test]
@@ -1437,10 +1550,19 @@ mod tests {
              def uses_fast():\n    y = '{big}'\n    return fast()\n"
         );
         let kept = kept(&src, &Tokens::new(["is_sm"]));
-        assert_eq!(kept.len(), 3, "{kept:?}");
-        assert!(kept[0].starts_with("class Platform"));
-        assert!(kept[1].starts_with("@register("));
-        assert!(kept[2].starts_with("def uses_fast"));
+        let heads: Vec<&str> = kept
+            .iter()
+            .map(|k| k.lines().next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "class Platform:",
+                "@register(",
+                "def uses_fast():",
+                "return fast()"
+            ]
+        );
     }
 
     #[test]
@@ -1458,14 +1580,18 @@ mod tests {
              def reads_fast():\n    y = '{big}'\n    return FAST\n"
         );
         let kept = kept(&src, &Tokens::new(["is_sm"]));
-        let heads: Vec<&str> = kept.iter().map(|k| k.lines().next().unwrap()).collect();
+        let heads: Vec<&str> = kept
+            .iter()
+            .map(|k| k.lines().next().unwrap().trim())
+            .collect();
         assert_eq!(
             heads,
             [
                 "def helper():",
                 "def wrapper():",
                 "FAST = helper()",
-                "def reads_fast():"
+                "def reads_fast():",
+                "return FAST"
             ]
         );
     }

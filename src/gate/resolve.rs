@@ -759,6 +759,11 @@ impl<'a> Resolver<'a> {
             {
                 whole_archy = f.full_archy;
             }
+            // A split function without a token anywhere in its code is a free condition
+            // (the scan splits such functions from a small size on).
+            Some(f) if !f.complete && f.full_archy == Some(false) => {
+                whole_archy = Some(false);
+            }
             // A split function is read whole only when it is small enough to be a helper.
             Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
                 if let Some(whole) = self.index.get_whole(&func.module) {

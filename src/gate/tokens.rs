@@ -73,6 +73,15 @@ impl Tokens {
         }
     }
 
+    /// Where each token occurrence starts, in order. Tokens never span a line, so a range of
+    /// whole lines holds a token exactly when one of these starts in it.
+    pub fn starts(&self, bytes: &[u8]) -> Vec<usize> {
+        if self.count == 0 {
+            return Vec::new();
+        }
+        self.automaton.find_iter(bytes).map(|m| m.start()).collect()
+    }
+
     /// True when the bytes contain any token.
     pub fn hit(&self, bytes: &[u8]) -> bool {
         self.count > 0 && self.automaton.is_match(bytes)
