@@ -362,7 +362,7 @@ impl<'s> Splitter<'s> {
         Splitter {
             lines: FileLines::new(src),
             tokens,
-            token_starts: tokens.starts(src),
+            token_starts: tokens.starts(src).collect(),
         }
     }
 
@@ -1143,15 +1143,22 @@ enum NotCode {
     CommentsAndStrings,
 }
 
+/// Judges each token occurrence where it stands, lexing only as far as the first one in code:
+/// a token never holds a quote, a `#` or a line break, so an occurrence lies wholly in code,
+/// in a string or in a comment. A statement that may be a bare string holds its occurrences
+/// until its end shows whether it was one.
 fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
-    if !tokens.hit(text) {
+    // Occurrences are searched for as far as the lexing goes: most texts that hold a token
+    // have one in code early on.
+    let mut starts = tokens.starts(text).peekable();
+    if starts.peek().is_none() {
         return false;
     }
-    // Blank what is not code, keeping every other byte where it is, and look again.
-    let mut code = text.to_vec();
     let mut lexer = Lexer::default();
     let mut offset = 0;
-    let mut bare_string: Option<usize> = None;
+    // Inside a statement that starts with a string, and whether it has an occurrence in code.
+    let (mut maybe_bare, mut pending) = (false, false);
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
     while offset < text.len() {
         let line_end =
             memchr::memchr(b'\n', &text[offset..]).map_or(text.len(), |i| offset + i + 1);
@@ -1160,34 +1167,45 @@ fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
             && lexer.at_statement_boundary()
             && starts_with_string(line.trim_ascii_start())
         {
-            bare_string = Some(offset);
+            maybe_bare = true;
         }
-        let comment = lexer.feed_with(line, |span| {
-            if skip == NotCode::CommentsAndStrings {
-                code[offset + span.start..offset + span.end].fill(b' ');
+        spans.clear();
+        let here = starts.peek().is_some_and(|&at| at < line_end);
+        let comment = if here && skip == NotCode::CommentsAndStrings {
+            lexer.feed_with(line, |span| {
+                spans.push(offset + span.start..offset + span.end)
+            })
+        } else {
+            lexer.feed(line)
+        };
+        let code_end = offset + comment.unwrap_or(line.len());
+        while let Some(at) = starts.next_if(|&at| at < line_end) {
+            if at < code_end && !spans.iter().any(|span| span.contains(&at)) {
+                if !maybe_bare {
+                    return true;
+                }
+                pending = true;
             }
-        });
-        if let Some(at) = comment {
-            code[offset + at..line_end].fill(b' ');
         }
-        if let Some(start) = bare_string
-            && lexer.at_statement_boundary()
-        {
+        if maybe_bare && lexer.at_statement_boundary() {
             // The statement ended on this line: it was a bare string if nothing follows
             // its closing quote (`"""doc"""`, not `"a".join(x)`).
-            let rest = &line[..comment.unwrap_or(line.len())];
-            if rest
+            let bare = line[..code_end - offset]
                 .trim_ascii_end()
                 .last()
-                .is_some_and(|c| matches!(c, b'"' | b'\''))
-            {
-                code[start..line_end].fill(b' ');
+                .is_some_and(|c| matches!(c, b'"' | b'\''));
+            if pending && !bare {
+                return true;
             }
-            bare_string = None;
+            (maybe_bare, pending) = (false, false);
+        }
+        if !maybe_bare && starts.peek().is_none() {
+            return false;
         }
         offset = line_end;
     }
-    tokens.hit(&code)
+    // A statement cut off by the end of the text counts as code.
+    pending
 }
 
 /// `"..."`, `'''...`, `r"..."`, `f"..."` and friends.
@@ -1347,6 +1365,74 @@ mod tests {
                 proptest::prop_assert_eq!(
                     read(&mut table.lines(line.start, src.len())),
                     read(&mut lex_lines(src, line.start, src.len()))
+                );
+            }
+        }
+    }
+
+    /// The blanking `code_hit` that the early-exit one replaced: blank comments (and strings,
+    /// and bare string statements, as `skip` says) and search again.
+    fn reference_code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
+        let mut code = text.to_vec();
+        let mut lexer = Lexer::default();
+        let mut offset = 0;
+        let mut bare_string: Option<usize> = None;
+        while offset < text.len() {
+            let line_end =
+                memchr::memchr(b'\n', &text[offset..]).map_or(text.len(), |i| offset + i + 1);
+            let line = &text[offset..line_end];
+            if skip == NotCode::CommentsAndBareStrings
+                && lexer.at_statement_boundary()
+                && starts_with_string(line.trim_ascii_start())
+            {
+                bare_string = Some(offset);
+            }
+            let comment = lexer.feed_with(line, |span| {
+                if skip == NotCode::CommentsAndStrings {
+                    code[offset + span.start..offset + span.end].fill(b' ');
+                }
+            });
+            if let Some(at) = comment {
+                code[offset + at..line_end].fill(b' ');
+            }
+            if let Some(start) = bare_string
+                && lexer.at_statement_boundary()
+            {
+                let rest = &line[..comment.unwrap_or(line.len())];
+                if rest
+                    .trim_ascii_end()
+                    .last()
+                    .is_some_and(|c| matches!(c, b'"' | b'\''))
+                {
+                    code[start..line_end].fill(b' ');
+                }
+                bare_string = None;
+            }
+            offset = line_end;
+        }
+        tokens.hit(&code)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn code_hit_agrees_with_blanking(
+            fragments in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "x = is_sm90()\n", "# is_sm90\n", "\"\"\"is_sm90\n", "\"\"\"\n",
+                    "'is_sm90'\n", "y = 'is_sm90' + z\n", "f(\n", ")\n", "\"a\".join(is_sm90)\n",
+                    "    pass  # is_sm90\n", "s = '''\n", "def f():\n", "    \"doc\"\n",
+                    "r\"is_sm90\" \\\n", "v\n", "'it''s' is_sm90\n", "\n", "    is_sm90 = 1\n",
+                ]),
+                0..24,
+            )
+        ) {
+            let tokens = Tokens::new(["is_sm"]);
+            let text = fragments.concat();
+            for skip in [NotCode::Comments, NotCode::CommentsAndBareStrings, NotCode::CommentsAndStrings] {
+                proptest::prop_assert_eq!(
+                    code_hit(&tokens, text.as_bytes(), skip),
+                    reference_code_hit(&tokens, text.as_bytes(), skip),
+                    "{:?}", text
                 );
             }
         }

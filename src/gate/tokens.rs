@@ -73,13 +73,15 @@ impl Tokens {
         }
     }
 
-    /// Where each token occurrence starts, in order. Tokens never span a line, so a range of
-    /// whole lines holds a token exactly when one of these starts in it.
-    pub fn starts(&self, bytes: &[u8]) -> Vec<usize> {
-        if self.count == 0 {
-            return Vec::new();
-        }
-        self.automaton.find_iter(bytes).map(|m| m.start()).collect()
+    /// Where each token occurrence starts, in order, found as the iterator is read. Tokens
+    /// never span a line, so a range of whole lines holds a token exactly when one of these
+    /// starts in it.
+    pub fn starts<'b>(&'b self, bytes: &'b [u8]) -> impl Iterator<Item = usize> + 'b {
+        let automaton = (self.count > 0).then_some(&self.automaton);
+        automaton
+            .into_iter()
+            .flat_map(move |a| a.find_iter(bytes))
+            .map(|m| m.start())
     }
 
     /// True when the bytes contain any token.
