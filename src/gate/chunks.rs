@@ -57,6 +57,9 @@ fn lex_lines(src: &[u8], from: usize, to: usize) -> impl Iterator<Item = Line<'_
     })
 }
 
+/// A clause of a split compound statement: its header, and its body statements.
+type Clause = ((usize, usize), Vec<(usize, usize)>);
+
 /// One lexing pass over a whole file: where each line starts and whether a statement can
 /// start there. Chunking reads it at every nesting level, where lexing each big block again
 /// cost a fifth of the chunker's time. A statement boundary leaves the lexer in its initial
@@ -102,6 +105,44 @@ impl<'s> FileLines<'s> {
                     boundary: self.boundary[i],
                 }
             })
+    }
+
+    /// An `if`, `for`, `while` or `with` statement split into its clauses (`if`, each `elif`,
+    /// `else`), each a header and its body statements; `None` for other statements and for
+    /// clauses on one line. Dropping whole trailing clauses, or body statements but one,
+    /// leaves valid Python; `try` is never split (its `except` clauses cannot go).
+    fn split_compound(&self, (start, end): (usize, usize), indent: usize) -> Option<Vec<Clause>> {
+        let code = self.src[start + indent..].trim_ascii_start();
+        let code = code.strip_prefix(b"async ").unwrap_or(code);
+        if ![&b"if "[..], b"for ", b"while ", b"with "]
+            .iter()
+            .any(|keyword| code.starts_with(keyword))
+        {
+            return None;
+        }
+        let mut clause_starts = vec![start];
+        clause_starts.extend(
+            self.lines(start, end)
+                .filter(|line| {
+                    line.start > start
+                        && line.boundary
+                        && starts_statement(line.text, indent)
+                        && continues_compound(&line.text[indent..])
+                })
+                .map(|line| line.start),
+        );
+        let mut clauses = Vec::with_capacity(clause_starts.len());
+        for (i, &from) in clause_starts.iter().enumerate() {
+            let to = clause_starts.get(i + 1).copied().unwrap_or(end);
+            let body_start = first_body_line(self.lines(from, to), from, indent)?;
+            let body_indent = self.src[body_start..]
+                .iter()
+                .take_while(|c| **c == b' ')
+                .count();
+            let body = statements_at(self.lines(body_start, to), body_start, to, body_indent);
+            clauses.push(((from, body_start), body));
+        }
+        Some(clauses)
     }
 
     /// `split_definition`, reading this table.
@@ -342,10 +383,30 @@ fn first_body_line<'s>(
 struct Piece {
     range: (usize, usize),
     depth: usize,
+    /// The header this piece is under: its block's, or for an `elif`/`else` clause, the
+    /// `if` it continues (so that keeping the clause keeps the `if`).
     parent: Option<usize>,
-    is_header: bool,
+    kind: PieceKind,
+    /// The header of the function or class the piece is in (locals are shared within it).
+    scope: Option<usize>,
     /// Whether the piece has a token in its code (`piece_has_token`).
     has_token: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PieceKind {
+    Statement,
+    /// The header of a split `def` or `class`, decorators included.
+    Definition,
+    /// The header of a clause of a split `if`, `for`, `while` or `with`: code that runs, read
+    /// like a statement.
+    Clause,
+}
+
+impl Piece {
+    fn is_code(&self) -> bool {
+        self.kind != PieceKind::Definition
+    }
 }
 
 /// What splitting a file into pieces reads: its lines, and where its tokens are.
@@ -355,6 +416,16 @@ struct Splitter<'s> {
     /// Where each token occurrence starts, in order: one search over the file, rather than one
     /// per piece.
     token_starts: Vec<usize>,
+}
+
+/// Where a statement being flattened sits.
+#[derive(Clone, Copy)]
+struct Place {
+    depth: usize,
+    parent: Option<usize>,
+    scope: Option<usize>,
+    /// Inside a function body (where compound statements may be split too).
+    in_function: bool,
 }
 
 impl<'s> Splitter<'s> {
@@ -372,54 +443,89 @@ impl<'s> Splitter<'s> {
             && piece_has_token(self.lines.src, (start, end), self.tokens)
     }
 
-    /// Flattens a statement into pieces, splitting a `def`/`class` block when it is big
-    /// (`is_big_block`), or when it is `SPLIT_PLAIN_BLOCK_BYTES` or more and has no token in
-    /// its code: such a definition is kept only for the calls of arch-dependent names in it,
-    /// and resolution never reads its body (calling it is a free condition).
-    fn flatten(
+    /// Adds a piece; `has_token` when already known.
+    fn push(
         &self,
-        range: (usize, usize),
-        depth: usize,
-        parent: Option<usize>,
         out: &mut Vec<Piece>,
-    ) {
+        (range, kind): ((usize, usize), PieceKind),
+        place: Place,
+        has_token: Option<bool>,
+    ) -> usize {
+        out.push(Piece {
+            range,
+            depth: place.depth,
+            parent: place.parent,
+            kind,
+            scope: place.scope,
+            has_token: has_token.unwrap_or_else(|| self.has_token(range)),
+        });
+        out.len() - 1
+    }
+
+    /// Flattens a statement into pieces, splitting a `def`/`class` block when it is big
+    /// (`is_big_block`), a class from `SPLIT_PLAIN_BLOCK_BYTES` on, and a function from that
+    /// size on when it has no token in its code: such a definition is kept only for the calls
+    /// of arch-dependent names in it, and resolution never reads its body (calling it is a
+    /// free condition). Inside a split function, `if`, `for`, `while` and `with` statements of
+    /// that size are split into their clauses too.
+    fn flatten(&self, range: (usize, usize), place: Place, out: &mut Vec<Piece>) {
         let src = self.lines.src;
         let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
-        let mut has_token = None;
-        let mut token = |range| *has_token.get_or_insert_with(|| self.has_token(range));
-        let worth_splitting = range.1 - range.0 >= SPLIT_PLAIN_BLOCK_BYTES
-            && match definition_name(src, range) {
-                None => false,
-                Some(_) if is_big_block(src, range) => true,
-                // A class is never inferred as a whole: its methods are pieces of their own.
-                Some((_, Definition::Class)) => own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES,
-                Some((_, Definition::Function)) => {
-                    own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES && !token(range)
-                }
-            };
-        let split = worth_splitting
-            .then(|| self.lines.split_definition(range, indent))
-            .flatten();
-        let Some(parts) = split else {
-            out.push(Piece {
-                range,
-                depth,
-                parent,
-                is_header: false,
-                has_token: token(range),
-            });
+        let statement = (range, PieceKind::Statement);
+        if range.1 - range.0 < SPLIT_PLAIN_BLOCK_BYTES {
+            self.push(out, statement, place, None);
             return;
+        }
+        let definition = definition_name(src, range).map(|(_, kind)| kind);
+        let mut has_token = None;
+        let worth_splitting = match definition {
+            None => false,
+            Some(_) if is_big_block(src, range) => true,
+            // A class is never inferred as a whole: its methods are pieces of their own.
+            Some(Definition::Class) => own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES,
+            Some(Definition::Function) => {
+                own_bytes(src, range) >= SPLIT_PLAIN_BLOCK_BYTES
+                    && !*has_token.insert(self.has_token(range))
+            }
         };
-        let header = out.len();
-        out.push(Piece {
-            range: parts[0],
-            depth,
-            parent,
-            is_header: true,
-            has_token: self.has_token(parts[0]),
-        });
-        for &part in &parts[1..] {
-            self.flatten(part, depth + 1, Some(header), out);
+        if let Some(parts) = worth_splitting
+            .then(|| self.lines.split_definition(range, indent))
+            .flatten()
+        {
+            let header = self.push(out, (parts[0], PieceKind::Definition), place, None);
+            let inner = Place {
+                depth: place.depth + 1,
+                parent: Some(header),
+                scope: Some(header),
+                in_function: definition == Some(Definition::Function),
+            };
+            for &part in &parts[1..] {
+                self.flatten(part, inner, out);
+            }
+        } else if let Some(clauses) = place
+            .in_function
+            .then(|| self.lines.split_compound(range, indent))
+            .flatten()
+        {
+            let mut first = None;
+            for (header, body) in clauses {
+                let clause = Place {
+                    parent: first.or(place.parent),
+                    ..place
+                };
+                let at = self.push(out, (header, PieceKind::Clause), clause, None);
+                first.get_or_insert(at);
+                let inner = Place {
+                    depth: place.depth + 1,
+                    parent: Some(at),
+                    ..place
+                };
+                for part in body {
+                    self.flatten(part, inner, out);
+                }
+            }
+        } else {
+            self.push(out, statement, place, has_token);
         }
     }
 }
@@ -430,8 +536,14 @@ impl<'s> Splitter<'s> {
 pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
     let splitter = Splitter::new(src, tokens);
     let mut pieces = Vec::new();
+    let top = Place {
+        depth: 0,
+        parent: None,
+        scope: None,
+        in_function: false,
+    };
     for statement in statements_at(splitter.lines.lines(0, src.len()), 0, src.len(), 0) {
-        splitter.flatten(statement, 0, None, &mut pieces);
+        splitter.flatten(statement, top, &mut pieces);
     }
     let token_hit: Vec<bool> = pieces.iter().map(|p| p.has_token).collect();
     let mut archy = token_hit.clone();
@@ -442,14 +554,24 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         let holds = subtree_holds(&pieces, &archy);
         let mut new_names = Vec::new();
         for (i, piece) in pieces.iter().enumerate() {
-            // A split `def` is too large to be inferred as a helper, so a call to it is not a
-            // gate by itself (the lowerer agrees: `lower::Lowerer::function`).
-            if piece.depth == 0 && holds[i] && !harvested[i] && !piece.is_header {
-                harvested[i] = true;
-                new_names.extend(
-                    defined_name(src, piece.range, token_hit[i]).filter(|n| !derived.contains(n)),
-                );
+            if piece.depth > 0 || !holds[i] || harvested[i] {
+                continue;
             }
+            harvested[i] = true;
+            // A split definition is judged whole: a call to a function too large to infer is
+            // still a gate, which resolution reports as unknown.
+            let (range, has_token) = match piece.kind {
+                PieceKind::Definition => {
+                    let end = pieces[i + 1..]
+                        .iter()
+                        .find(|p| p.depth == 0)
+                        .map_or(src.len(), |p| p.range.0);
+                    let whole = (piece.range.0, end);
+                    (whole, splitter.has_token(whole))
+                }
+                _ => (piece.range, token_hit[i]),
+            };
+            new_names.extend(defined_name(src, range, has_token).filter(|n| !derived.contains(n)));
         }
         let locals_changed = mark_local_uses(
             &splitter,
@@ -471,14 +593,15 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
             break;
         };
         for (i, piece) in pieces.iter().enumerate() {
-            if !archy[i] && !piece.is_header && names.is_match(&src[piece.range.0..piece.range.1]) {
+            if !archy[i] && piece.is_code() && names.is_match(&src[piece.range.0..piece.range.1]) {
                 archy[i] = true;
             }
         }
         derived.extend(new_names);
     }
     let holds = subtree_holds(&pieces, &archy);
-    let keep = keep_bindings(src, &pieces, &holds);
+    let mut keep = keep_bindings(src, &pieces, &holds);
+    keep_a_body(&pieces, &mut keep);
     pieces
         .iter()
         .zip(keep)
@@ -498,6 +621,41 @@ fn piece_has_token(src: &[u8], range: (usize, usize), tokens: &Tokens) -> bool {
     // The value is at least the statement less its first line and a last-line comment.
     let big_value = || own_bytes(src, range) > MAX_PLAIN_ASSIGN_BYTES + first_line + 256;
     !(assigned_name(text).is_some() && big_value() && !code_hit_outside_strings(tokens, text))
+}
+
+/// Python rejects a header with nothing under it (`if x:` or `def f():` alone), and a parse
+/// error would cost a parse of the whole file: a kept header without a kept body statement
+/// keeps its smallest one (a plain statement if it has one; a header so kept gets a body in
+/// turn, as it comes later in the order).
+fn keep_a_body(pieces: &[Piece], keep: &mut [bool]) {
+    let mut has_body = vec![false; pieces.len()];
+    let mut smallest: Vec<Option<usize>> = vec![None; pieces.len()];
+    let rank = |i: usize| {
+        let piece = &pieces[i];
+        (
+            piece.kind != PieceKind::Statement,
+            piece.range.1 - piece.range.0,
+        )
+    };
+    for (i, piece) in pieces.iter().enumerate() {
+        // Body statements sit one level below their header; `elif`/`else` clauses beside it.
+        let Some(header) = piece.parent.filter(|&p| pieces[p].depth < piece.depth) else {
+            continue;
+        };
+        has_body[header] |= keep[i];
+        if smallest[header].is_none_or(|s| rank(i) < rank(s)) {
+            smallest[header] = Some(i);
+        }
+    }
+    for i in 0..pieces.len() {
+        if keep[i]
+            && pieces[i].kind != PieceKind::Statement
+            && !has_body[i]
+            && let Some(body) = smallest[i]
+        {
+            keep[body] = true;
+        }
+    }
 }
 
 /// Besides the arch-dependent pieces, keeps the small imports and assignments they need: a
@@ -525,7 +683,7 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
     }
     let mut used: FxSet<&[u8]> = FxSet::default();
     for (i, piece) in pieces.iter().enumerate() {
-        if keep[i] && !piece.is_header {
+        if keep[i] && piece.is_code() {
             wanted.collect(identifiers(&src[piece.range.0..piece.range.1]), &mut used);
         }
     }
@@ -637,15 +795,15 @@ fn mark_local_uses(
     harvested: &mut [bool],
 ) -> bool {
     let src = splitter.lines.src;
-    let mut by_parent: std::collections::HashMap<usize, Vec<String>> = Default::default();
+    let mut by_scope: std::collections::HashMap<usize, Vec<String>> = Default::default();
     let mut derived_matcher = None;
     for (i, piece) in pieces.iter().enumerate() {
-        if let Some(parent) = piece.parent
+        if let Some(scope) = piece.scope
             && archy[i]
             && !harvested[i]
         {
             harvested[i] = true;
-            let names = by_parent.entry(parent).or_default();
+            let names = by_scope.entry(scope).or_default();
             names.extend(assigned_names(&src[piece.range.0..piece.range.1]));
             let derived = derived_matcher.get_or_insert_with(|| matcher(derived).ok());
             names.extend(nested_archy_assignments(
@@ -656,12 +814,12 @@ fn mark_local_uses(
         }
     }
     let mut changed = false;
-    for (parent, names) in by_parent {
+    for (scope, names) in by_scope {
         let Ok(matcher) = matcher(&names) else {
             continue;
         };
         for (i, piece) in pieces.iter().enumerate() {
-            if piece.parent == Some(parent)
+            if piece.scope == Some(scope)
                 && !archy[i]
                 && matcher.is_match(&src[piece.range.0..piece.range.1])
             {
@@ -853,11 +1011,11 @@ fn is_assignment(statement: &[u8]) -> bool {
     target_ok && line.get(eq + 1) != Some(&b'=')
 }
 
-/// The name a top-level statement makes arch-dependent, as the lowerer would
-/// (`lower::Lowerer::add_archy_name`): a `def` with a token in its own code (`has_token`), or
-/// a simple assignment of an arch-dependent value. Not a `def` that only calls such a
-/// function, nor a `class`: the lowerer infers neither, so the statements that use their names
-/// need not be parsed. Imports bind names too, but those are defined elsewhere: the importing
+/// The name a top-level statement makes arch-dependent: a `def` with a token in its own code
+/// (`has_token`; inferred as a helper by `lower::Lowerer::function` when small enough, else
+/// reported as an unknown gate where called), or a simple assignment of an arch-dependent
+/// value. Not a `def` that only calls such a function, nor a `class`: resolution infers
+/// neither, so the statements that use their names need not be parsed. Imports bind names too, but those are defined elsewhere: the importing
 /// file's uses carry their own tokens.
 fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Option<String> {
     let name = match definition_name(src, range) {
@@ -1500,7 +1658,8 @@ mod tests {
     #[test]
     fn plain_definitions_and_classes_are_split_to_what_can_matter() {
         let src = include_str!("../../testdata/sites/mixed/sglang/srt/layers/dispatch.py");
-        let text = kept(src, &Tokens::new(super::super::tokens::FORM_TOKENS)).concat();
+        let tokens = Tokens::new(super::super::tokens::FORM_TOKENS);
+        let text = kept(src, &tokens).concat();
         // Padding statements (`cfg["option_N"] = ...`) are in every big block; none is kept.
         assert!(!text.contains("option_"), "{text}");
         // `choose_backend` has no token: its header, the assignment from the helper nested in
@@ -1515,6 +1674,17 @@ mod tests {
         // A big function is split past a decorator that spans lines.
         assert!(text.contains("@register(\n"));
         assert!(text.contains("if is_sm100_supported():"));
+        // In `route`, the `if` chain is split into clauses: the `elif` that calls the helper
+        // is kept, with the `if` before it and the smallest statement of each body, so that
+        // the pieces still parse; the `else` clause is dropped.
+        assert!(text.contains("    if args.mode == \"eager\":\n        cfg[\"eager\"] = True\n"));
+        assert!(text.contains("    elif _resolve_family(args.arch) == \"sm100\":\n"));
+        assert!(!text.contains("cfg[\"default\"]"));
+        // A call to a function too large to infer (it has a token) is kept, as is its reader.
+        assert!(text.contains("tiles = _pick_tiles(x)\n    if tiles > 64:"));
+        let ranges = relevant_ranges(src.as_bytes(), &tokens);
+        let tree = crate::gate::lower::parse_ranges(src.as_bytes(), &ranges).unwrap();
+        assert!(!tree.root_node().has_error());
     }
 
     #[test]
