@@ -5,8 +5,6 @@
 
 use std::collections::HashSet;
 
-use aho_corasick::AhoCorasick;
-
 use super::lower::MAX_PLAIN_ASSIGN_BYTES;
 use super::tokens::Tokens;
 
@@ -546,6 +544,8 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         splitter.flatten(statement, top, &mut pieces);
     }
     let token_hit: Vec<bool> = pieces.iter().map(|p| p.has_token).collect();
+    // Pieces are in file order and cover it from its first byte.
+    let piece_starts: Vec<usize> = pieces.iter().map(|p| p.range.0).collect();
     let mut archy = token_hit.clone();
     let mut derived: Vec<String> = Vec::new();
     let mut harvested = vec![false; pieces.len()];
@@ -589,11 +589,13 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         new_names.sort();
         new_names.dedup();
         // Only the new names need looking for: pieces that name older ones are marked already.
-        let Ok(names) = matcher(&new_names) else {
-            break;
-        };
-        for (i, piece) in pieces.iter().enumerate() {
-            if !archy[i] && piece.is_code() && names.is_match(&src[piece.range.0..piece.range.1]) {
+        let names = matcher(&new_names);
+        // One search over the file, each occurrence marking the piece it lies in.
+        for at in names.whole_words(src) {
+            let i = piece_starts.partition_point(|&start| start <= at);
+            if let Some(i) = i.checked_sub(1)
+                && pieces[i].is_code()
+            {
                 archy[i] = true;
             }
         }
@@ -805,20 +807,20 @@ fn mark_local_uses(
             harvested[i] = true;
             let names = by_scope.entry(scope).or_default();
             names.extend(assigned_names(&src[piece.range.0..piece.range.1]));
-            let derived = derived_matcher.get_or_insert_with(|| matcher(derived).ok());
-            names.extend(nested_archy_assignments(
-                splitter,
-                piece.range,
-                derived.as_ref(),
-            ));
+            let derived = derived_matcher.get_or_insert_with(|| matcher(derived));
+            names.extend(nested_archy_assignments(splitter, piece.range, derived));
         }
     }
     let mut changed = false;
     for (scope, names) in by_scope {
-        let Ok(matcher) = matcher(&names) else {
-            continue;
-        };
-        for (i, piece) in pieces.iter().enumerate() {
+        let matcher = matcher(&names);
+        // A scope's pieces follow its header, deeper than it.
+        let depth = pieces[scope].depth;
+        let within = pieces[scope + 1..]
+            .iter()
+            .position(|piece| piece.depth <= depth)
+            .map_or(pieces.len(), |n| scope + 1 + n);
+        for (i, piece) in pieces.iter().enumerate().take(within).skip(scope + 1) {
             if piece.scope == Some(scope)
                 && !archy[i]
                 && matcher.is_match(&src[piece.range.0..piece.range.1])
@@ -836,7 +838,7 @@ fn mark_local_uses(
 fn nested_archy_assignments(
     splitter: &Splitter,
     (start, end): (usize, usize),
-    derived: Option<&Matcher>,
+    derived: &Matcher,
 ) -> Vec<String> {
     let src = splitter.lines.src;
     let starts: Vec<usize> = splitter
@@ -850,8 +852,7 @@ fn nested_archy_assignments(
         let logical = &src[at..starts.get(i + 1).copied().unwrap_or(end)];
         let code = logical.trim_ascii_start();
         if is_assignment(code)
-            && (statement_code_hit(splitter.tokens, code)
-                || derived.is_some_and(|d| d.is_match(code)))
+            && (statement_code_hit(splitter.tokens, code) || derived.is_match(code))
         {
             names.extend(assigned_names(code));
         }
@@ -875,55 +876,77 @@ fn assigned_names(statement: &[u8]) -> Vec<String> {
 
 /// Whether any of a few names occurs in a piece of text as a whole identifier (`run` in
 /// `run(x)` or `self.run`, not in `return` or `running`: Python binds whole names, and a
-/// substring match keeps megabytes of unrelated statements on a big site). Each matcher
-/// serves a single pass over one file's pieces, so its build cost counts: one to three names
-/// are searched for with memmem finders (nearly free to build), more with a contiguous NFA
-/// (cheaper to build than a DFA) that can use aho-corasick's SIMD prefilter.
+/// substring match keeps megabytes of unrelated statements on a big site). Matchers are built
+/// per file and per function, so their build cost counts: up to `FEW_NAMES` names are
+/// searched for with memmem finders (nearly free to build, SIMD search), more by looking
+/// each identifier of the text up in a set (no build at all, a steady cost per byte).
 enum Matcher {
     Few(Vec<memchr::memmem::Finder<'static>>),
-    Many(AhoCorasick),
+    Many(FxSet<Vec<u8>>),
 }
+
+const FEW_NAMES: usize = 8;
 
 impl Matcher {
     fn is_match(&self, text: &[u8]) -> bool {
+        self.whole_words(text).next().is_some()
+    }
+
+    /// Where the names occur in the text as whole identifiers. Names never span a line, so
+    /// over a file these are the occurrences in each of its line-aligned pieces.
+    fn whole_words<'t>(&'t self, text: &'t [u8]) -> Box<dyn Iterator<Item = usize> + 't> {
         match self {
-            Matcher::Few(finders) => finders.iter().any(|finder| {
+            Matcher::Few(finders) => Box::new(finders.iter().flat_map(move |finder| {
                 let len = finder.needle().len();
                 finder
                     .find_iter(text)
-                    .any(|start| is_whole_word(text, start, start + len))
-            }),
-            // Leftmost-longest: where the longest name at a position is not a whole word,
-            // no shorter one starting there is either (it is followed by an identifier
-            // byte of the longer), and a name starting inside it is preceded by one; so
-            // skipping past each match loses nothing.
-            Matcher::Many(automaton) => automaton
-                .find_iter(text)
-                .any(|m| is_whole_word(text, m.start(), m.end())),
+                    .filter(move |&start| is_whole_word(text, start, start + len))
+            })),
+            // A whole-word occurrence is exactly an identifier equal to a name.
+            Matcher::Many(names) => Box::new(
+                identifier_runs(text)
+                    .filter(|&(start, end)| names.contains(&text[start..end]))
+                    .map(|(start, _)| start),
+            ),
         }
     }
 }
 
-fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
-    let ident = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c >= 0x80;
-    let before = start > 0 && ident(&text[start - 1]);
-    !before && !text.get(end).is_some_and(ident)
+fn is_identifier_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
-fn matcher(names: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
-    if names.len() <= 3 {
-        return Ok(Matcher::Few(
+fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
+    let before = start > 0 && is_identifier_byte(text[start - 1]);
+    !before && !text.get(end).is_some_and(|c| is_identifier_byte(*c))
+}
+
+/// The maximal runs of identifier bytes in a text, as (start, end).
+fn identifier_runs(text: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < text.len() && !is_identifier_byte(text[at]) {
+            at += 1;
+        }
+        let start = at;
+        while at < text.len() && is_identifier_byte(text[at]) {
+            at += 1;
+        }
+        (at > start).then_some((start, at))
+    })
+}
+
+fn matcher(names: &[String]) -> Matcher {
+    if names.len() <= FEW_NAMES {
+        Matcher::Few(
             names
                 .iter()
                 .map(|n| memchr::memmem::Finder::new(n.as_bytes()).into_owned())
                 .collect(),
-        ));
+        )
+    } else {
+        Matcher::Many(names.iter().map(|n| n.as_bytes().to_vec()).collect())
     }
-    AhoCorasick::builder()
-        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-        .build(names)
-        .map(Matcher::Many)
 }
 
 /// FxHash (rustc's): the identifier sets below hash short byte strings by the million, for
