@@ -235,27 +235,30 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
     let lowered: Vec<(String, SharedModule, Vec<Warning>)> = files
         .par_iter()
         .filter_map(|file| {
-            let bytes = std::fs::read(site.root.join(file)).ok()?;
-            if options.prefilter && !prefilter.hit(&bytes) {
-                return None;
-            }
-            let (module, is_package) = module_name(file)?;
-            let (tree, ranges) = if options.chunking {
-                parse_relevant(&bytes, &prefilter)?
-            } else {
-                (parse(&bytes)?, None)
-            };
-            let ir = lower_parsed(
-                &bytes,
-                &tree,
-                &module,
-                is_package,
-                &resolve,
-                ranges.as_deref(),
-            );
-            let file_warnings = file_warnings(file, &bytes, &ir.parse_errors);
-            let shared = index.preload(&module, ir)?;
-            Some((relative(Path::new(""), file), shared, file_warnings))
+            with_read_buffer(|buffer| {
+                read_into(&site.root.join(file), buffer).ok()?;
+                let bytes: &[u8] = buffer;
+                if options.prefilter && !prefilter.hit(bytes) {
+                    return None;
+                }
+                let (module, is_package) = module_name(file)?;
+                let (tree, ranges) = if options.chunking {
+                    parse_relevant(bytes, &prefilter)?
+                } else {
+                    (parse(bytes)?, None)
+                };
+                let ir = lower_parsed(
+                    bytes,
+                    &tree,
+                    &module,
+                    is_package,
+                    &resolve,
+                    ranges.as_deref(),
+                );
+                let file_warnings = file_warnings(file, bytes, &ir.parse_errors);
+                let shared = index.preload(&module, ir)?;
+                Some((relative(Path::new(""), file), shared, file_warnings))
+            })
         })
         .collect();
 
@@ -331,6 +334,31 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
         warnings,
         stats,
     }
+}
+
+/// Runs `f` with this thread's file buffer. A fresh allocation per file (290 MB of sources on a
+/// big site) keeps handing the kernel new pages to fault in and zero; one buffer per thread,
+/// reused, stays mapped (system time -10% on the bench site). Taken out of its slot while in
+/// use, so a nested call gets a buffer of its own.
+fn with_read_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    thread_local! {
+        static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut buffer = BUFFER.with(|slot| slot.take());
+    let result = f(&mut buffer);
+    BUFFER.with(|slot| slot.set(buffer));
+    result
+}
+
+/// Replaces the buffer's contents with the file's.
+fn read_into(path: &Path, buffer: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    buffer.clear();
+    let size = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    buffer.reserve(size + 1);
+    file.read_to_end(buffer)?;
+    Ok(())
 }
 
 /// Big files are parsed statement by statement (the relevant ones); if that parse reports an
