@@ -663,7 +663,7 @@ fn keep_a_body(pieces: &[Piece], keep: &mut [bool]) {
 /// Besides the arch-dependent pieces, keeps the small imports and assignments they need: a
 /// binding statement beside a kept piece is kept when it binds a name a kept piece reads (to a
 /// fixpoint, as `_is_sm90 = _is_cuda and ...` needs `_is_cuda = is_cuda()` and its import).
-fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
+fn keep_bindings<'s>(src: &'s [u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
     let mut keep = holds.to_vec();
     let candidates: Vec<(usize, Vec<&[u8]>)> = pieces
         .iter()
@@ -683,20 +683,39 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
             wanted.insert(name);
         }
     }
-    let mut used: FxSet<&[u8]> = FxSet::default();
+    // A name is read in the scopes around the piece that reads it: its function, the ones
+    // around that (closures, a class's methods), and the module. A local binding is kept
+    // only for readers in its own function, not for any piece of the file with a name alike.
+    let mut used: FxSet<(usize, &'s [u8])> = FxSet::default();
+    let record = |i: usize, used: &mut FxSet<(usize, &'s [u8])>| {
+        let (s, e) = pieces[i].range;
+        let mut words = FxSet::default();
+        wanted.collect(identifiers(&src[s..e]), &mut words);
+        let mut scope = pieces[i].scope;
+        loop {
+            let key = scope.unwrap_or(MODULE_SCOPE);
+            used.extend(words.iter().map(|word| (key, *word)));
+            let Some(header) = scope else { break };
+            scope = pieces[header].scope;
+        }
+    };
     for (i, piece) in pieces.iter().enumerate() {
         if keep[i] && piece.is_code() {
-            wanted.collect(identifiers(&src[piece.range.0..piece.range.1]), &mut used);
+            record(i, &mut used);
         }
     }
     loop {
         let mut changed = false;
         for (i, names) in &candidates {
-            if !keep[*i] && names.iter().any(|n| n == b"*" || used.contains(n)) {
+            let scope = pieces[*i].scope.unwrap_or(MODULE_SCOPE);
+            if !keep[*i]
+                && names
+                    .iter()
+                    .any(|n| *n == b"*" || used.contains(&(scope, *n)))
+            {
                 keep[*i] = true;
                 changed = true;
-                let (s, e) = pieces[*i].range;
-                wanted.collect(identifiers(&src[s..e]), &mut used);
+                record(*i, &mut used);
             }
         }
         if !changed {
@@ -704,6 +723,9 @@ fn keep_bindings(src: &[u8], pieces: &[Piece], holds: &[bool]) -> Vec<bool> {
         }
     }
 }
+
+/// The scope key of top-level pieces in `keep_bindings`.
+const MODULE_SCOPE: usize = usize::MAX;
 
 /// A set of words with a Bloom-style bit filter in front of it.
 #[derive(Default)]
