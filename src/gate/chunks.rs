@@ -1733,6 +1733,19 @@ mod tests {
     }
 
     #[test]
+    fn a_local_binding_is_kept_for_readers_in_its_own_function_only() {
+        let pad =
+            "    cfg['k'] = cfg.get('k', 0) + len('padding padding padding padding')\n".repeat(60);
+        let src = format!(
+            "def a(cfg):\n    dev = pick()\n{pad}    if is_sm90(dev):\n        return 1\n\n\
+             def b(cfg):\n    dev = other()\n{pad}    if is_sm90():\n        return 2\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"])).concat();
+        assert!(kept.contains("dev = pick()"), "{kept}");
+        assert!(!kept.contains("dev = other()"), "{kept}");
+    }
+
+    #[test]
     fn derived_names_match_whole_identifiers_only() {
         let big = "a".repeat(2_000);
         let src = format!(
