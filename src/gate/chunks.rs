@@ -22,7 +22,19 @@ const SMALL_LOCAL_BYTES: usize = 300;
 
 /// Byte ranges of the top-level statements, in order, covering the file.
 pub fn top_level_statements(src: &[u8]) -> Vec<(usize, usize)> {
-    statements_at(lex_lines(src, 0, src.len()), 0, src.len(), 0)
+    let lines = statement_lines(lex_lines(src, 0, src.len()), 0);
+    statements_at(lines, 0, src.len())
+}
+
+/// The lines where a statement starts at exactly `indent` spaces, as (line start, the line
+/// past its indentation).
+fn statement_lines<'s>(
+    lines: impl Iterator<Item = Line<'s>>,
+    indent: usize,
+) -> impl Iterator<Item = (usize, &'s [u8])> {
+    lines
+        .filter(move |line| line.boundary && starts_statement(line.text, indent))
+        .map(move |line| (line.start, &line.text[indent..]))
 }
 
 /// A line of source, and whether a statement can start at it (the lexer is outside brackets,
@@ -68,23 +80,60 @@ pub struct FileLines<'s> {
     starts: Vec<usize>,
     /// Per line: whether a statement can start there.
     boundary: Vec<bool>,
+    /// Per line: the indentation of the statement that starts there, or `NO_STATEMENT` (no
+    /// boundary, a blank or comment line, or a tab after the spaces): what splitting at every
+    /// nesting level asks of each line, without looking at its bytes again.
+    indents: Vec<u32>,
 }
+
+const NO_STATEMENT: u32 = u32::MAX;
 
 impl<'s> FileLines<'s> {
     pub fn new(src: &'s [u8]) -> FileLines<'s> {
         let capacity = src.len() / 32 + 2;
         let (mut starts, mut boundary) =
             (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
+        let mut indents = Vec::with_capacity(capacity);
         for line in lex_lines(src, 0, src.len()) {
             starts.push(line.start);
             boundary.push(line.boundary);
+            let spaces = line.text.iter().take_while(|c| **c == b' ').count();
+            let starts_here = line.boundary && starts_statement(line.text, spaces);
+            indents.push(match u32::try_from(spaces) {
+                Ok(spaces) if starts_here => spaces,
+                _ => NO_STATEMENT,
+            });
         }
         starts.push(src.len());
         FileLines {
             src,
             starts,
             boundary,
+            indents,
         }
+    }
+
+    /// `statement_lines` over `[from, to)` (`from` a line start), read from the table.
+    fn statement_lines(
+        &self,
+        from: usize,
+        to: usize,
+        indent: usize,
+    ) -> impl Iterator<Item = (usize, &'s [u8])> + '_ {
+        let first = self.starts.partition_point(|&s| s < from);
+        let last = self
+            .starts
+            .partition_point(|&s| s < to)
+            .min(self.indents.len());
+        let src = self.src;
+        (first..last)
+            .filter(move |&i| self.indents[i] as usize == indent)
+            .map(move |i| {
+                (
+                    self.starts[i],
+                    &src[self.starts[i] + indent..self.starts[i + 1]],
+                )
+            })
     }
 
     /// The lines from the one holding `from` up to `to` (a line start or the file's end).
@@ -120,14 +169,9 @@ impl<'s> FileLines<'s> {
         }
         let mut clause_starts = vec![start];
         clause_starts.extend(
-            self.lines(start, end)
-                .filter(|line| {
-                    line.start > start
-                        && line.boundary
-                        && starts_statement(line.text, indent)
-                        && continues_compound(&line.text[indent..])
-                })
-                .map(|line| line.start),
+            self.statement_lines(start, end, indent)
+                .filter(|&(line, code)| line > start && continues_compound(code))
+                .map(|(line, _)| line),
         );
         let mut clauses = Vec::with_capacity(clause_starts.len());
         for (i, &from) in clause_starts.iter().enumerate() {
@@ -137,7 +181,11 @@ impl<'s> FileLines<'s> {
                 .iter()
                 .take_while(|c| **c == b' ')
                 .count();
-            let body = statements_at(self.lines(body_start, to), body_start, to, body_indent);
+            let body = statements_at(
+                self.statement_lines(body_start, to, body_indent),
+                body_start,
+                to,
+            );
             clauses.push(((from, body_start), body));
         }
         Some(clauses)
@@ -149,27 +197,31 @@ impl<'s> FileLines<'s> {
         range: (usize, usize),
         indent: usize,
     ) -> Option<Vec<(usize, usize)>> {
-        split_definition_with(self.src, range, indent, |from, to| self.lines(from, to))
+        split_definition_with(
+            self.src,
+            range,
+            indent,
+            |from, to| self.lines(from, to),
+            |from, to, indent| statements_at(self.statement_lines(from, to, indent), from, to),
+        )
     }
 }
 
-/// Statements that start at exactly `indent` spaces inside `[from, to)`, given its lines.
+/// The statements inside `[from, to)`, given the lines where one starts at the indentation
+/// wanted (`statement_lines`): each runs to the next, past `else:` clauses and decorated
+/// definitions.
 fn statements_at<'s>(
-    lines: impl Iterator<Item = Line<'s>>,
+    lines: impl Iterator<Item = (usize, &'s [u8])>,
     from: usize,
     to: usize,
-    indent: usize,
 ) -> Vec<(usize, usize)> {
     let mut starts = Vec::new();
     let mut after_decorator = false;
-    for line in lines {
-        if line.boundary && starts_statement(line.text, indent) {
-            let code = &line.text[indent..];
-            if !after_decorator && !continues_compound(code) {
-                starts.push(line.start);
-            }
-            after_decorator = code.first() == Some(&b'@');
+    for (start, code) in lines {
+        if !after_decorator && !continues_compound(code) {
+            starts.push(start);
         }
+        after_decorator = code.first() == Some(&b'@');
     }
     if starts.first() != Some(&from) {
         starts.insert(0, from);
@@ -213,27 +265,32 @@ pub fn split_definition(
     range: (usize, usize),
     indent: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    split_definition_with(src, range, indent, |from, to| lex_lines(src, from, to))
+    split_definition_with(
+        src,
+        range,
+        indent,
+        |from, to| lex_lines(src, from, to),
+        |from, to, indent| {
+            statements_at(statement_lines(lex_lines(src, from, to), indent), from, to)
+        },
+    )
 }
 
-/// `split_definition`, reading lines from `lines(from, to)`.
+/// `split_definition`, reading lines from `lines(from, to)` and the statements at an
+/// indentation from `statements(from, to, indent)`.
 fn split_definition_with<'s, I: Iterator<Item = Line<'s>>>(
     src: &[u8],
     (start, end): (usize, usize),
     indent: usize,
     lines: impl Fn(usize, usize) -> I,
+    statements: impl Fn(usize, usize, usize) -> Vec<(usize, usize)>,
 ) -> Option<Vec<(usize, usize)>> {
     // Past decorators, which may span lines.
     definition_name(src, (start, end))?;
     let body_start = first_body_line(lines(start, end), start, indent)?;
     let body_indent = src[body_start..].iter().take_while(|c| **c == b' ').count();
     let mut parts = vec![(start, body_start)];
-    parts.extend(statements_at(
-        lines(body_start, end),
-        body_start,
-        end,
-        body_indent,
-    ));
+    parts.extend(statements(body_start, end, body_indent));
     Some(parts)
 }
 
@@ -540,7 +597,8 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         scope: None,
         in_function: false,
     };
-    for statement in statements_at(splitter.lines.lines(0, src.len()), 0, src.len(), 0) {
+    let top_level = splitter.lines.statement_lines(0, src.len(), 0);
+    for statement in statements_at(top_level, 0, src.len()) {
         splitter.flatten(statement, top, &mut pieces);
     }
     let token_hit: Vec<bool> = pieces.iter().map(|p| p.has_token).collect();
@@ -761,11 +819,25 @@ impl<'a> WordFilter<'a> {
 /// Identifier-like words of a piece of source (strings and comments included: an over-match
 /// only keeps one more small statement).
 fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    text.split(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
-        .filter(|w| {
-            w.first()
-                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
-        })
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        loop {
+            while at < text.len() && !word(text[at]) {
+                at += 1;
+            }
+            if at == text.len() {
+                return None;
+            }
+            let start = at;
+            while at < text.len() && word(text[at]) {
+                at += 1;
+            }
+            if !text[start].is_ascii_digit() {
+                return Some(&text[start..at]);
+            }
+        }
+    })
 }
 
 /// The names a small statement binds: import targets (`*` for a star import), assignment
