@@ -74,7 +74,7 @@ type Clause = ((usize, usize), Vec<(usize, usize)>);
 /// start there. Chunking reads it at every nesting level, where lexing each big block again
 /// cost a fifth of the chunker's time. A statement boundary leaves the lexer in its initial
 /// state, so a block's lines read the same here as lexed from the block's first line.
-pub struct FileLines<'s> {
+struct FileLines<'s> {
     src: &'s [u8],
     /// Line start offsets, then the file's length.
     starts: Vec<usize>,
@@ -89,7 +89,7 @@ pub struct FileLines<'s> {
 const NO_STATEMENT: u32 = u32::MAX;
 
 impl<'s> FileLines<'s> {
-    pub fn new(src: &'s [u8]) -> FileLines<'s> {
+    fn new(src: &'s [u8]) -> FileLines<'s> {
         let capacity = src.len() / 32 + 2;
         let (mut starts, mut boundary) =
             (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
@@ -236,22 +236,7 @@ fn statements_at<'s>(
     ranges
 }
 
-/// A big `def` or `class` is split into its header and its body statements (`None` for other
-/// statements and small blocks); `flatten` applies it recursively,
-/// so that one arch-dependent statement does not drag a thousand-line block into the parser.
-/// Other compound statements stay whole: their `else`/`except` clauses share the indentation.
-pub fn split_block(
-    src: &[u8],
-    range: (usize, usize),
-    indent: usize,
-) -> Option<Vec<(usize, usize)>> {
-    if !is_big_block(src, range) {
-        return None;
-    }
-    split_definition(src, range, indent)
-}
-
-/// Whether a statement is big enough for `split_block` to split, if it is a definition.
+/// Whether a definition is big enough to be split whatever its tokens (`Splitter::flatten`).
 /// Decorators and the blank and comment lines that trail the block do not count: a small
 /// function is kept whole (and can be inferred as a helper without the whole module).
 pub fn is_big_block(src: &[u8], (start, end): (usize, usize)) -> bool {
@@ -620,9 +605,8 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
             // still a gate, which resolution reports as unknown.
             let (range, has_token) = match piece.kind {
                 PieceKind::Definition => {
-                    let end = pieces[i + 1..]
-                        .iter()
-                        .find(|p| p.depth == 0)
+                    let end = pieces
+                        .get(subtree_end(&pieces, i))
                         .map_or(src.len(), |p| p.range.0);
                     let whole = (piece.range.0, end);
                     (whole, splitter.has_token(whole))
@@ -819,25 +803,9 @@ impl<'a> WordFilter<'a> {
 /// Identifier-like words of a piece of source (strings and comments included: an over-match
 /// only keeps one more small statement).
 fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        loop {
-            while at < text.len() && !word(text[at]) {
-                at += 1;
-            }
-            if at == text.len() {
-                return None;
-            }
-            let start = at;
-            while at < text.len() && word(text[at]) {
-                at += 1;
-            }
-            if !text[start].is_ascii_digit() {
-                return Some(&text[start..at]);
-            }
-        }
-    })
+    byte_runs(text, |c| c.is_ascii_alphanumeric() || c == b'_')
+        .map(move |(start, end)| &text[start..end])
+        .filter(|word| !word[0].is_ascii_digit())
 }
 
 /// The names a small statement binds: import targets (`*` for a star import), assignment
@@ -881,8 +849,9 @@ fn import_list(list: &[u8]) -> Vec<&[u8]> {
         .collect()
 }
 
-/// Inside a split block, the locals an arch-dependent statement binds (`major, minor = ...`)
-/// make the sibling statements that read them arch-dependent too. Returns whether any changed.
+/// Inside a split function or class, the locals an arch-dependent piece binds (`major, minor =
+/// ...`) make the other pieces of that scope that read them arch-dependent too. Returns whether
+/// any changed.
 fn mark_local_uses(
     splitter: &Splitter,
     pieces: &[Piece],
@@ -908,12 +877,7 @@ fn mark_local_uses(
     let mut changed = false;
     for (scope, names) in by_scope {
         let matcher = matcher(&names);
-        // A scope's pieces follow its header, deeper than it.
-        let depth = pieces[scope].depth;
-        let within = pieces[scope + 1..]
-            .iter()
-            .position(|piece| piece.depth <= depth)
-            .map_or(pieces.len(), |n| scope + 1 + n);
+        let within = subtree_end(pieces, scope);
         for (i, piece) in pieces.iter().enumerate().take(within).skip(scope + 1) {
             if piece.scope == Some(scope)
                 && !archy[i]
@@ -998,7 +962,7 @@ impl Matcher {
             })),
             // A whole-word occurrence is exactly an identifier equal to a name.
             Matcher::Many(names) => Box::new(
-                identifier_runs(text)
+                byte_runs(text, is_identifier_byte)
                     .filter(|&(start, end)| names.contains(&text[start..end]))
                     .map(|(start, _)| start),
             ),
@@ -1015,15 +979,15 @@ fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
     !before && !text.get(end).is_some_and(|c| is_identifier_byte(*c))
 }
 
-/// The maximal runs of identifier bytes in a text, as (start, end).
-fn identifier_runs(text: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// The maximal runs of bytes of a class in a text, as (start, end).
+fn byte_runs(text: &[u8], class: fn(u8) -> bool) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut at = 0;
     std::iter::from_fn(move || {
-        while at < text.len() && !is_identifier_byte(text[at]) {
+        while at < text.len() && !class(text[at]) {
             at += 1;
         }
         let start = at;
-        while at < text.len() && is_identifier_byte(text[at]) {
+        while at < text.len() && class(text[at]) {
             at += 1;
         }
         (at > start).then_some((start, at))
@@ -1082,6 +1046,15 @@ impl FxHasher {
 
 type FxSet<T> = HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
+/// One past the last piece under piece `i`: its pieces follow it, deeper than it.
+fn subtree_end(pieces: &[Piece], i: usize) -> usize {
+    let depth = pieces[i].depth;
+    pieces[i + 1..]
+        .iter()
+        .position(|piece| piece.depth <= depth)
+        .map_or(pieces.len(), |n| i + 1 + n)
+}
+
 /// Whether each piece, or any piece below it, is arch-dependent.
 fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
     let mut holds = archy.to_vec();
@@ -1132,8 +1105,8 @@ fn is_assignment(statement: &[u8]) -> bool {
 /// (`has_token`; inferred as a helper by `lower::Lowerer::function` when small enough, else
 /// reported as an unknown gate where called), or a simple assignment of an arch-dependent
 /// value. Not a `def` that only calls such a function, nor a `class`: resolution infers
-/// neither, so the statements that use their names need not be parsed. Imports bind names too, but those are defined elsewhere: the importing
-/// file's uses carry their own tokens.
+/// neither, so the statements that use their names need not be parsed. Imports bind names
+/// too, but those are defined elsewhere: the importing file's uses carry their own tokens.
 fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Option<String> {
     let name = match definition_name(src, range) {
         Some((name, Definition::Function)) if has_token => name.to_string(),
@@ -1505,9 +1478,10 @@ mod tests {
         let end = src.find("y = 2").unwrap();
         assert!(end > SPLIT_BLOCK_BYTES);
         assert_eq!(own_bytes(src.as_bytes(), (0, end)), 9 + body.len() - 1);
-        assert!(split_block(src.as_bytes(), (0, end), 0).is_none());
+        assert!(!is_big_block(src.as_bytes(), (0, end)));
         let big = format!("def f():\n{}", "    x = 1\n".repeat(500));
-        assert!(split_block(big.as_bytes(), (0, big.len()), 0).is_some());
+        assert!(is_big_block(big.as_bytes(), (0, big.len())));
+        assert!(split_definition(big.as_bytes(), (0, big.len()), 0).is_some());
     }
 
     #[test]
