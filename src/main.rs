@@ -5,7 +5,10 @@ use gatefix::error::exit;
 
 /// tree-sitter and the lowered IR allocate millions of small blocks per run; mimalloc
 /// serves them in a fraction of glibc malloc's time. Rust's allocations go through the
-/// global allocator, tree-sitter's through `use_mimalloc_in_tree_sitter`.
+/// global allocator, tree-sitter's through `use_mimalloc_in_tree_sitter`, and the C code that
+/// calls `malloc` itself (tree-sitter-python's scanner frees and reallocates its indent stack
+/// at every token: a million glibc calls on a big site) through mimalloc's `override`
+/// feature, which defines `malloc` and `free` in this binary.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
