@@ -447,6 +447,14 @@ impl Piece {
     fn is_code(&self) -> bool {
         self.kind != PieceKind::Definition
     }
+
+    /// Whether a name in the piece is read when it runs: not in a definition's header, whose
+    /// body is judged apart, nor in a docstring. Lexes the piece: ask only when a name is in it.
+    fn reads_names(&self, src: &[u8]) -> bool {
+        self.is_code()
+            && !(self.kind == PieceKind::Statement
+                && is_bare_string(&src[self.range.0..self.range.1]))
+    }
 }
 
 /// What splitting a file into pieces reads: its lines, and where its tokens are.
@@ -636,7 +644,8 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
         for at in names.whole_words(src) {
             let i = piece_starts.partition_point(|&start| start <= at);
             if let Some(i) = i.checked_sub(1)
-                && pieces[i].is_code()
+                && !archy[i]
+                && pieces[i].reads_names(src)
             {
                 archy[i] = true;
             }
@@ -882,6 +891,7 @@ fn mark_local_uses(
             if piece.scope == Some(scope)
                 && !archy[i]
                 && matcher.is_match(&src[piece.range.0..piece.range.1])
+                && piece.reads_names(src)
             {
                 archy[i] = true;
                 changed = true;
@@ -1457,6 +1467,40 @@ fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
 }
 
 /// `"..."`, `'''...`, `r"..."`, `f"..."` and friends.
+/// Whether a statement is string literals only: a docstring, which reads no name and runs
+/// nothing, so a name it mentions never makes it worth parsing. Conservative: brackets,
+/// operators, words and f-strings (whose fields are code) all count as code.
+fn is_bare_string(text: &[u8]) -> bool {
+    let code = text.trim_ascii_start();
+    if !starts_with_string(code) {
+        return false;
+    }
+    // Outside its literals, such a statement holds only quotes, prefixes, whitespace and line
+    // continuations (before any comment).
+    let quoting = |c: &u8| {
+        matches!(
+            c,
+            b'"' | b'\'' | b'r' | b'R' | b'b' | b'B' | b'u' | b'U' | b'\\'
+        ) || c.is_ascii_whitespace()
+    };
+    let mut lexer = Lexer::default();
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    for line in code.split_inclusive(|c| *c == b'\n') {
+        spans.clear();
+        let comment = lexer.feed_with(line, |span| spans.push(span));
+        let end = comment.unwrap_or(line.len());
+        let mut outside_from = 0;
+        for span in spans.iter().cloned().chain(std::iter::once(end..end)) {
+            let outside = line.get(outside_from..span.start).unwrap_or_default();
+            if !outside.iter().all(quoting) {
+                return false;
+            }
+            outside_from = span.end;
+        }
+    }
+    true
+}
+
 fn starts_with_string(code: &[u8]) -> bool {
     let prefix = code
         .iter()
@@ -1815,6 +1859,40 @@ mod tests {
                 "return self.run"
             ]
         );
+    }
+
+    #[test]
+    fn a_docstring_naming_a_derived_name_is_not_kept() {
+        let big = "a".repeat(2_000);
+        let src = format!(
+            "def run():\n    return is_sm100()\n\
+             def user():\n    \"\"\"Calls run() when\n    it can.\"\"\"\n    x = '{big}'\n    \
+             return run()\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"]));
+        assert!(kept.iter().all(|k| !k.contains("Calls run()")), "{kept:?}");
+        assert!(kept.iter().any(|k| k.contains("return run()")), "{kept:?}");
+    }
+
+    #[test]
+    fn bare_strings_are_string_literals_only() {
+        for bare in [
+            "\"\"\"Doc.\"\"\"\n",
+            "    r'''Raw\n    doc'''  # note (x)\n",
+            "'a' \"b\" \\\n    rb'c'\n",
+        ] {
+            assert!(is_bare_string(bare.as_bytes()), "{bare}");
+        }
+        for code in [
+            "x = 'a'\n",
+            "'a'.join(run())\n",
+            "'a' if run() else 'b'\n",
+            "f'{run()}'\n",
+            "('a'\n 'b')\n",
+            "'a' + b\n",
+        ] {
+            assert!(!is_bare_string(code.as_bytes()), "{code}");
+        }
     }
 
     #[test]
