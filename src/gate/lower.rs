@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
-use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit};
+use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit, word_runs};
 use super::ir::*;
 use super::tokens::Tokens;
 use super::ts::{F, NodeExt};
@@ -146,27 +146,60 @@ impl<'a> Lowerer<'a> {
 
     /// A quick necessary condition for `uses_archy_name`: an identifier's text is part of
     /// the text of every node above it, so a node whose text contains no arch-dependent name
-    /// uses none. Walking the subtree costs far more than a few memmem scans; with many
-    /// names the walk alone decides.
+    /// uses none. Walking the subtree (a cursor per node) costs far more than a few memmem
+    /// scans, or with many names, looking each identifier-like word of the text up.
     fn may_use_archy_name(&self, node: Node) -> bool {
-        if self.archy_names.len() > MAX_ARCHY_FINDERS {
-            return true;
-        }
         let text = &self.src[node.byte_range()];
+        if self.archy_names.len() > MAX_ARCHY_FINDERS {
+            return word_runs(text)
+                .any(|word| std::str::from_utf8(word).is_ok_and(|w| self.archy_names.contains(w)));
+        }
         self.archy_finders.iter().any(|f| f.find(text).is_some())
     }
 
+    /// Whether the expression names an arch-dependent name: an identifier in it, not inside a
+    /// nested attribute (`x.is_sm90` names `x`, as the attribute's object says).
     fn uses_archy_name(&self, node: Node) -> bool {
         if node.kind_name() == "identifier" {
             return self.archy_names.contains(self.text(node));
         }
-        let mut cursor = node.walk();
-        node.named_children(&mut cursor)
-            .any(|child| child.kind_name() != "attribute" && self.uses_archy_name(child))
+        self.descendants_use_archy_name(node)
             || (node.kind_name() == "attribute"
                 && node
                     .field(F::Object)
                     .is_some_and(|o| self.uses_archy_name(o)))
+    }
+
+    /// An identifier among the named descendants, not entering `attribute` nodes: one cursor
+    /// walks the subtree (a cursor per node costs an allocation each).
+    fn descendants_use_archy_name(&self, node: Node) -> bool {
+        let mut cursor = node.walk();
+        if !cursor.goto_first_child() {
+            return false;
+        }
+        loop {
+            let child = cursor.node();
+            let descend = child.is_named()
+                && match child.kind_name() {
+                    "identifier" => {
+                        if self.archy_names.contains(self.text(child)) {
+                            return true;
+                        }
+                        false
+                    }
+                    "attribute" => false,
+                    _ => true,
+                };
+            if descend && cursor.goto_first_child() {
+                continue;
+            }
+            // The next node: a sibling here or of the nearest ancestor below `node`.
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    return false;
+                }
+            }
+        }
     }
 
     fn at_module_level(&self) -> bool {
