@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges};
+use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges_at};
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::{SharedModule, SiteKind};
 use crate::gate::lower::{lower_parsed, parse, parse_ranges};
@@ -238,12 +238,14 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
             with_read_buffer(|buffer| {
                 let len = read_into(&site.root.join(file), buffer).ok()?;
                 let bytes: &[u8] = &buffer[..len];
-                if options.prefilter && !prefilter.hit(bytes) {
+                // Where the tokens occur: the prefilter's answer, and what chunking starts from.
+                let token_starts: Vec<usize> = prefilter.starts(bytes).collect();
+                if options.prefilter && token_starts.is_empty() {
                     return None;
                 }
                 let (module, is_package) = module_name(file)?;
                 let (tree, ranges) = if options.chunking {
-                    parse_relevant(bytes, &prefilter)?
+                    parse_relevant(bytes, &prefilter, token_starts)?
                 } else {
                     (parse(bytes)?, None)
                 };
@@ -379,11 +381,15 @@ fn read_into(path: &Path, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
 /// Byte ranges of the statements a partial parse covers.
 type Ranges = Vec<(usize, usize)>;
 
-fn parse_relevant(bytes: &[u8], tokens: &Tokens) -> Option<(Tree, Option<Ranges>)> {
+fn parse_relevant(
+    bytes: &[u8],
+    tokens: &Tokens,
+    token_starts: Vec<usize>,
+) -> Option<(Tree, Option<Ranges>)> {
     if bytes.len() < CHUNK_MIN_FILE_BYTES {
         return Some((parse(bytes)?, None));
     }
-    let ranges = relevant_ranges(bytes, tokens);
+    let ranges = relevant_ranges_at(bytes, tokens, token_starts);
     // Tokens only in comments and docstrings: nothing to parse (and no included ranges would
     // mean the whole file to tree-sitter). The module stays unloaded, so resolution parses it
     // whole if another module imports from it.

@@ -463,7 +463,7 @@ struct Splitter<'s> {
     tokens: &'s Tokens,
     /// Where each token occurrence starts, in order: one search over the file, rather than one
     /// per piece.
-    token_starts: Vec<usize>,
+    token_starts: TokenStarts,
 }
 
 /// Where a statement being flattened sits.
@@ -477,18 +477,16 @@ struct Place {
 }
 
 impl<'s> Splitter<'s> {
-    fn new(src: &'s [u8], tokens: &'s Tokens) -> Splitter<'s> {
+    fn new(src: &'s [u8], tokens: &'s Tokens, token_starts: TokenStarts) -> Splitter<'s> {
         Splitter {
             lines: FileLines::new(src),
             tokens,
-            token_starts: tokens.starts(src).collect(),
+            token_starts,
         }
     }
 
     fn has_token(&self, (start, end): (usize, usize)) -> bool {
-        let first = self.token_starts.partition_point(|&at| at < start);
-        self.token_starts.get(first).is_some_and(|&at| at < end)
-            && piece_has_token(self.lines.src, (start, end), self.tokens)
+        piece_has_token(self.lines.src, (start, end), &self.token_starts)
     }
 
     /// Adds a piece; `has_token` when already known.
@@ -582,7 +580,17 @@ impl<'s> Splitter<'s> {
 /// small top-level statements and the short assignments beside a kept statement, and those
 /// naming a top-level name that a kept statement defines (to a fixpoint).
 pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
-    let splitter = Splitter::new(src, tokens);
+    relevant_ranges_at(src, tokens, tokens.starts(src).collect())
+}
+
+/// `relevant_ranges`, with where the tokens occur in `src` already found (in order): the
+/// scan's prefilter has searched the file for them.
+pub fn relevant_ranges_at(
+    src: &[u8],
+    tokens: &Tokens,
+    token_starts: Vec<usize>,
+) -> Vec<(usize, usize)> {
+    let splitter = Splitter::new(src, tokens, TokenStarts(token_starts));
     let mut pieces = Vec::new();
     let top = Place {
         depth: 0,
@@ -665,15 +673,15 @@ pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
 /// Whether a piece has a token in its code. In a big generated table (a top-level
 /// assignment whose value is over `MAX_PLAIN_ASSIGN_BYTES`) tokens inside string literals are
 /// names, not checks, as `lower::Lowerer::value_archy` judges: such a table is not parsed.
-fn piece_has_token(src: &[u8], range: (usize, usize), tokens: &Tokens) -> bool {
-    let text = &src[range.0..range.1];
-    if !statement_code_hit(tokens, text) {
+fn piece_has_token(src: &[u8], range: (usize, usize), starts: &TokenStarts) -> bool {
+    if !starts.statement_code_hit(src, range) {
         return false;
     }
+    let text = &src[range.0..range.1];
     let first_line = memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1);
     // The value is at least the statement less its first line and a last-line comment.
     let big_value = || own_bytes(src, range) > MAX_PLAIN_ASSIGN_BYTES + first_line + 256;
-    !(assigned_name(text).is_some() && big_value() && !code_hit_outside_strings(tokens, text))
+    !(assigned_name(text).is_some() && big_value() && !starts.code_hit_outside_strings(src, range))
 }
 
 /// Python rejects a header with nothing under it (`if x:` or `def f():` alone), and a parse
@@ -1377,6 +1385,46 @@ fn stub_first_statement(text: &mut [u8], body: usize) -> usize {
     line_end
 }
 
+/// Where a file's token occurrences start, found by one search over the file: each test of a
+/// piece then looks its occurrences up instead of searching again. Pieces start and end at
+/// line boundaries, so an occurrence never straddles one.
+struct TokenStarts(Vec<usize>);
+
+impl TokenStarts {
+    /// The occurrences in `start..end`, relative to `start`.
+    fn within(&self, (start, end): (usize, usize)) -> impl Iterator<Item = usize> + '_ {
+        let first = self.0.partition_point(|&at| at < start);
+        self.0[first..]
+            .iter()
+            .take_while(move |&&at| at < end)
+            .map(move |&at| at - start)
+    }
+
+    fn any_within(&self, range: (usize, usize)) -> bool {
+        self.within(range).next().is_some()
+    }
+
+    /// `statement_code_hit` of `src[start..end]`.
+    fn statement_code_hit(&self, src: &[u8], (start, end): (usize, usize)) -> bool {
+        self.any_within((start, end))
+            && code_hit_from(
+                &src[start..end],
+                self.within((start, end)),
+                NotCode::CommentsAndBareStrings,
+            )
+    }
+
+    /// `code_hit_outside_strings` of `src[start..end]`.
+    fn code_hit_outside_strings(&self, src: &[u8], (start, end): (usize, usize)) -> bool {
+        self.any_within((start, end))
+            && code_hit_from(
+                &src[start..end],
+                self.within((start, end)),
+                NotCode::CommentsAndStrings,
+            )
+    }
+}
+
 /// Whether a token occurs in a statement's code, not only in its comments or in bare string
 /// statements (docstrings): a `# needs compute capability 9.0` note or a docstring that
 /// mentions `is_sm90_supported()` does not make a statement arch-dependent. `text` starts at
@@ -1413,7 +1461,12 @@ enum NotCode {
 fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
     // Occurrences are searched for as far as the lexing goes: most texts that hold a token
     // have one in code early on.
-    let mut starts = tokens.starts(text).peekable();
+    code_hit_from(text, tokens.starts(text), skip)
+}
+
+/// `code_hit` with the occurrences given: where they start in `text`, in order.
+fn code_hit_from(text: &[u8], starts: impl Iterator<Item = usize>, skip: NotCode) -> bool {
+    let mut starts = starts.peekable();
     if starts.peek().is_none() {
         return false;
     }
@@ -1471,7 +1524,6 @@ fn code_hit(tokens: &Tokens, text: &[u8], skip: NotCode) -> bool {
     pending
 }
 
-/// `"..."`, `'''...`, `r"..."`, `f"..."` and friends.
 /// Whether a statement is string literals only: a docstring, which reads no name and runs
 /// nothing, so a name it mentions never makes it worth parsing. Conservative: brackets,
 /// operators, words and f-strings (whose fields are code) all count as code.
@@ -1506,6 +1558,7 @@ fn is_bare_string(text: &[u8]) -> bool {
     true
 }
 
+/// `"..."`, `'''...`, `r"..."`, `f"..."` and friends.
 fn starts_with_string(code: &[u8]) -> bool {
     let prefix = code
         .iter()
