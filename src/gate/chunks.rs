@@ -1003,7 +1003,10 @@ fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
 }
 
 /// The maximal runs of bytes of a class in a text, as (start, end).
-fn byte_runs(text: &[u8], class: fn(u8) -> bool) -> impl Iterator<Item = (usize, usize)> + '_ {
+fn byte_runs<'t>(
+    text: &'t [u8],
+    class: impl Fn(u8) -> bool + 't,
+) -> impl Iterator<Item = (usize, usize)> + 't {
     let mut at = 0;
     std::iter::from_fn(move || {
         while at < text.len() && !class(text[at]) {
