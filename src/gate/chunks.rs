@@ -674,14 +674,16 @@ pub fn relevant_ranges_at(
 /// assignment whose value is over `MAX_PLAIN_ASSIGN_BYTES`) tokens inside string literals are
 /// names, not checks, as `lower::Lowerer::value_archy` judges: such a table is not parsed.
 fn piece_has_token(src: &[u8], range: (usize, usize), starts: &TokenStarts) -> bool {
-    if !starts.statement_code_hit(src, range) {
+    if !starts.code_hit(src, range, NotCode::CommentsAndBareStrings) {
         return false;
     }
     let text = &src[range.0..range.1];
     let first_line = memchr::memchr(b'\n', text).map_or(text.len(), |i| i + 1);
     // The value is at least the statement less its first line and a last-line comment.
     let big_value = || own_bytes(src, range) > MAX_PLAIN_ASSIGN_BYTES + first_line + 256;
-    !(assigned_name(text).is_some() && big_value() && !starts.code_hit_outside_strings(src, range))
+    !(assigned_name(text).is_some()
+        && big_value()
+        && !starts.code_hit(src, range, NotCode::CommentsAndStrings))
 }
 
 /// Python rejects a header with nothing under it (`if x:` or `def f():` alone), and a parse
@@ -1403,28 +1405,9 @@ impl TokenStarts {
             .map(move |&at| at - start)
     }
 
-    fn any_within(&self, range: (usize, usize)) -> bool {
-        self.within(range).next().is_some()
-    }
-
-    /// `statement_code_hit` of `src[start..end]`.
-    fn statement_code_hit(&self, src: &[u8], (start, end): (usize, usize)) -> bool {
-        self.any_within((start, end))
-            && code_hit_from(
-                &src[start..end],
-                self.within((start, end)),
-                NotCode::CommentsAndBareStrings,
-            )
-    }
-
-    /// `code_hit_outside_strings` of `src[start..end]`.
-    fn code_hit_outside_strings(&self, src: &[u8], (start, end): (usize, usize)) -> bool {
-        self.any_within((start, end))
-            && code_hit_from(
-                &src[start..end],
-                self.within((start, end)),
-                NotCode::CommentsAndStrings,
-            )
+    /// `code_hit` of `src[start..end]`.
+    fn code_hit(&self, src: &[u8], (start, end): (usize, usize), skip: NotCode) -> bool {
+        code_hit_from(&src[start..end], self.within((start, end)), skip)
     }
 }
 
