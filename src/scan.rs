@@ -14,7 +14,6 @@ use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
-use crate::gate::tokens::Tokens;
 use crate::gate::tokens::{prefilter_tokens, resolve_tokens};
 use crate::rules::Rules;
 use crate::site::Site;
@@ -245,7 +244,7 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
                 }
                 let (module, is_package) = module_name(file)?;
                 let (tree, ranges) = if options.chunking {
-                    parse_relevant(bytes, &prefilter, token_starts)?
+                    parse_relevant(bytes, token_starts)?
                 } else {
                     (parse(bytes)?, None)
                 };
@@ -376,20 +375,16 @@ fn read_into(path: &Path, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-/// Big files are parsed statement by statement (the relevant ones); if that parse reports an
-/// error, the whole file is parsed again so chunking never invents a syntax error.
 /// Byte ranges of the statements a partial parse covers.
 type Ranges = Vec<(usize, usize)>;
 
-fn parse_relevant(
-    bytes: &[u8],
-    tokens: &Tokens,
-    token_starts: Vec<usize>,
-) -> Option<(Tree, Option<Ranges>)> {
+/// Big files are parsed statement by statement (the relevant ones); if that parse reports an
+/// error, the whole file is parsed again so chunking never invents a syntax error.
+fn parse_relevant(bytes: &[u8], token_starts: Vec<usize>) -> Option<(Tree, Option<Ranges>)> {
     if bytes.len() < CHUNK_MIN_FILE_BYTES {
         return Some((parse(bytes)?, None));
     }
-    let ranges = relevant_ranges_at(bytes, tokens, token_starts);
+    let ranges = relevant_ranges_at(bytes, token_starts);
     // Tokens only in comments and docstrings: nothing to parse (and no included ranges would
     // mean the whole file to tree-sitter). The module stays unloaded, so resolution parses it
     // whole if another module imports from it.

@@ -460,7 +460,6 @@ impl Piece {
 /// What splitting a file into pieces reads: its lines, and where its tokens are.
 struct Splitter<'s> {
     lines: FileLines<'s>,
-    tokens: &'s Tokens,
     /// Where each token occurrence starts, in order: one search over the file, rather than one
     /// per piece.
     token_starts: TokenStarts,
@@ -477,10 +476,9 @@ struct Place {
 }
 
 impl<'s> Splitter<'s> {
-    fn new(src: &'s [u8], tokens: &'s Tokens, token_starts: TokenStarts) -> Splitter<'s> {
+    fn new(src: &'s [u8], token_starts: TokenStarts) -> Splitter<'s> {
         Splitter {
             lines: FileLines::new(src),
-            tokens,
             token_starts,
         }
     }
@@ -580,17 +578,13 @@ impl<'s> Splitter<'s> {
 /// small top-level statements and the short assignments beside a kept statement, and those
 /// naming a top-level name that a kept statement defines (to a fixpoint).
 pub fn relevant_ranges(src: &[u8], tokens: &Tokens) -> Vec<(usize, usize)> {
-    relevant_ranges_at(src, tokens, tokens.starts(src).collect())
+    relevant_ranges_at(src, tokens.starts(src).collect())
 }
 
 /// `relevant_ranges`, with where the tokens occur in `src` already found (in order): the
 /// scan's prefilter has searched the file for them.
-pub fn relevant_ranges_at(
-    src: &[u8],
-    tokens: &Tokens,
-    token_starts: Vec<usize>,
-) -> Vec<(usize, usize)> {
-    let splitter = Splitter::new(src, tokens, TokenStarts(token_starts));
+pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, usize)> {
+    let splitter = Splitter::new(src, TokenStarts(token_starts));
     let mut pieces = Vec::new();
     let top = Place {
         depth: 0,
@@ -927,10 +921,16 @@ fn nested_archy_assignments(
         .collect();
     let mut names = Vec::new();
     for (i, &at) in starts.iter().enumerate() {
-        let logical = &src[at..starts.get(i + 1).copied().unwrap_or(end)];
+        let line_end = starts.get(i + 1).copied().unwrap_or(end);
+        let logical = &src[at..line_end];
         let code = logical.trim_ascii_start();
+        let code_start = line_end - code.len();
         if is_assignment(code)
-            && (statement_code_hit(splitter.tokens, code) || derived.is_match(code))
+            && (splitter.token_starts.code_hit(
+                src,
+                (code_start, line_end),
+                NotCode::CommentsAndBareStrings,
+            ) || derived.is_match(code))
         {
             names.extend(assigned_names(code));
         }
@@ -1207,12 +1207,13 @@ fn continues_compound(line: &[u8]) -> bool {
 }
 
 /// The bytes `Lexer::feed` acts on outside strings.
+const SPECIAL_BYTES: &[u8] = b"#\"'([{)]}\\";
+
 const SPECIAL: [bool; 256] = {
     let mut table = [false; 256];
-    let bytes = b"#\"'([{)]}\\";
     let mut i = 0;
-    while i < bytes.len() {
-        table[bytes[i] as usize] = true;
+    while i < SPECIAL_BYTES.len() {
+        table[SPECIAL_BYTES[i] as usize] = true;
         i += 1;
     }
     table
@@ -1229,20 +1230,17 @@ fn next_special(line: &[u8], from: usize) -> usize {
     while i + 16 <= line.len() {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
+            _mm_set1_epi8, _mm_setzero_si128,
         };
         // SAFETY: SSE2 is part of the x86-64 baseline, and the unaligned load reads the 16
         // bytes `line[i..i + 16]`, which the loop condition keeps inside the slice.
         let mask = unsafe {
             let block = _mm_loadu_si128(line.as_ptr().add(i).cast::<__m128i>());
-            let is = |byte: u8| _mm_cmpeq_epi8(block, _mm_set1_epi8(byte as i8));
-            let quotes = _mm_or_si128(_mm_or_si128(is(b'"'), is(b'\'')), is(b'#'));
-            let opening = _mm_or_si128(_mm_or_si128(is(b'('), is(b'[')), is(b'{'));
-            let closing = _mm_or_si128(_mm_or_si128(is(b')'), is(b']')), is(b'}'));
-            let any = _mm_or_si128(
-                _mm_or_si128(quotes, is(b'\\')),
-                _mm_or_si128(opening, closing),
-            );
+            let any = SPECIAL_BYTES
+                .iter()
+                .fold(_mm_setzero_si128(), |any, &byte| {
+                    _mm_or_si128(any, _mm_cmpeq_epi8(block, _mm_set1_epi8(byte as i8)))
+                });
             _mm_movemask_epi8(any) as u32
         };
         if mask != 0 {
@@ -1427,8 +1425,9 @@ fn stub_first_statement(text: &mut [u8], body: usize) -> usize {
 }
 
 /// Where a file's token occurrences start, found by one search over the file: each test of a
-/// piece then looks its occurrences up instead of searching again. Pieces start and end at
-/// line boundaries, so an occurrence never straddles one.
+/// piece or line then looks its occurrences up instead of searching again. The ranges asked
+/// about start at a line's start or its code and end at a line's end, so an occurrence never
+/// straddles one.
 struct TokenStarts(Vec<usize>);
 
 impl TokenStarts {
@@ -1892,6 +1891,14 @@ mod tests {
             .collect()
     }
 
+    /// The first line of each kept piece, trimmed.
+    fn kept_heads(src: &str, tokens: &Tokens) -> Vec<String> {
+        kept(src, tokens)
+            .iter()
+            .map(|k| k.lines().next().unwrap_or_default().trim().to_string())
+            .collect()
+    }
+
     #[test]
     fn plain_definitions_and_classes_are_split_to_what_can_matter() {
         let src = include_str!("../../testdata/sites/mixed/sglang/srt/layers/dispatch.py");
@@ -1946,11 +1953,7 @@ mod tests {
              def unrelated():\n    y = '{big}'\n    running = 1\n    return running\n\
              def method_use():\n    z = '{big}'\n    return self.run\n"
         );
-        let kept = kept(&src, &Tokens::new(["is_sm"]));
-        let heads: Vec<&str> = kept
-            .iter()
-            .map(|k| k.lines().next().unwrap().trim())
-            .collect();
+        let heads = kept_heads(&src, &Tokens::new(["is_sm"]));
         assert_eq!(
             heads,
             [
@@ -2089,11 +2092,7 @@ mod tests {
              @register(\n    name='fast',\n)\ndef fast():\n    return is_sm90()\n\
              def uses_fast():\n    y = '{big}'\n    return fast()\n"
         );
-        let kept = kept(&src, &Tokens::new(["is_sm"]));
-        let heads: Vec<&str> = kept
-            .iter()
-            .map(|k| k.lines().next().unwrap().trim())
-            .collect();
+        let heads = kept_heads(&src, &Tokens::new(["is_sm"]));
         assert_eq!(
             heads,
             [
@@ -2119,11 +2118,7 @@ mod tests {
              FAST = helper()\n\
              def reads_fast():\n    y = '{big}'\n    return FAST\n"
         );
-        let kept = kept(&src, &Tokens::new(["is_sm"]));
-        let heads: Vec<&str> = kept
-            .iter()
-            .map(|k| k.lines().next().unwrap().trim())
-            .collect();
+        let heads = kept_heads(&src, &Tokens::new(["is_sm"]));
         assert_eq!(
             heads,
             [
@@ -2148,8 +2143,7 @@ mod tests {
              PROBES = {{\"sm100\": \"is_sm100_supported\"}}\n\
              CHECKED = {{\n{rows}    \"x\": is_sm90(),\n}}\n"
         );
-        let kept = kept(&src, &Tokens::new(["capabilit", "is_sm"]));
-        let heads: Vec<&str> = kept.iter().map(|k| k.lines().next().unwrap()).collect();
+        let heads = kept_heads(&src, &Tokens::new(["capabilit", "is_sm"]));
         assert_eq!(
             heads,
             [

@@ -185,19 +185,13 @@ impl<'a> Lowerer<'a> {
         }
         loop {
             let child = cursor.node();
-            let descend = child.is_named()
-                && match child.kind_name() {
-                    "identifier" => {
-                        if self.archy_names.contains(self.text(child)) {
-                            return true;
-                        }
-                        false
-                    }
-                    "attribute" => false,
-                    _ => true,
-                };
-            if descend && cursor.goto_first_child() {
-                continue;
+            if child.is_named() {
+                match child.kind_name() {
+                    "identifier" if self.archy_names.contains(self.text(child)) => return true,
+                    "identifier" | "attribute" => {}
+                    _ if cursor.goto_first_child() => continue,
+                    _ => {}
+                }
             }
             // The next node: a sibling here or of the nearest ancestor below `node`.
             while !cursor.goto_next_sibling() {

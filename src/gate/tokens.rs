@@ -98,6 +98,7 @@ impl Tokens {
         })
     }
 
+    /// True when the bytes contain any token.
     pub fn hit(&self, bytes: &[u8]) -> bool {
         self.automata
             .iter()
@@ -157,8 +158,8 @@ pub fn prefilter_tokens(rule_names: &[String]) -> Tokens {
 }
 
 /// The resolution filter: form tokens, CUDA-version tokens, and the names rules mention
-/// (as `Rules::resolve_names` spells them).
-/// The form tokens and the rest are searched apart (see `Tokens::automata`).
+/// (as `Rules::resolve_names` spells them); the form tokens and the rest are searched apart
+/// (see `Tokens::automata`).
 pub fn resolve_tokens(rule_names: &[String]) -> Tokens {
     let form = FORM_TOKENS
         .iter()
