@@ -455,6 +455,16 @@ impl Piece {
             && !(self.kind == PieceKind::Statement
                 && is_bare_string(&src[self.range.0..self.range.1]))
     }
+
+    /// Whether naming an arch-dependent name makes the piece matter: it reads the name
+    /// (`reads_names`) where the lowering can record a site or bind a name. A plain call
+    /// statement without an `if` (`launch(x, derived_flag)`) does neither: with no token of
+    /// its own, its only possible site is an `A if gate else B` inside it.
+    fn matters_by_name(&self, src: &[u8]) -> bool {
+        self.reads_names(src)
+            && !(self.kind == PieceKind::Statement
+                && is_plain_call_statement(&src[self.range.0..self.range.1]))
+    }
 }
 
 /// What splitting a file into pieces reads: its lines, and where its tokens are.
@@ -647,7 +657,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             let i = piece_starts.partition_point(|&start| start <= at);
             if let Some(i) = i.checked_sub(1)
                 && !archy[i]
-                && pieces[i].reads_names(src)
+                && pieces[i].matters_by_name(src)
             {
                 archy[i] = true;
             }
@@ -822,12 +832,18 @@ fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// The names a small statement binds: import targets (`*` for a star import), assignment
-/// targets, and the same inside a guarding `try:` / `if` block.
+/// targets that are plain names, and the same inside a guarding `try:` / `if` block. An
+/// attribute or subscript target (`self.x = ...`) binds no name resolution reads, and the
+/// lines that continue a statement bind nothing, except in a parenthesised import list.
 fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
     let mut names = Vec::new();
+    let mut in_import_list = false;
     for line in statement.split(|c| *c == b'\n') {
         let code = line.trim_ascii();
-        if let Some(rest) = code.strip_prefix(b"import ") {
+        if in_import_list {
+            names.extend(import_list(code));
+            in_import_list = !code.contains(&b')');
+        } else if let Some(rest) = code.strip_prefix(b"import ") {
             for part in rest.split(|c| *c == b',') {
                 let part = part.trim_ascii();
                 let alias = part
@@ -838,18 +854,39 @@ fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
             }
         } else if code.starts_with(b"from ") {
             match memchr::memmem::find(code, b" import ") {
-                Some(at) => names.extend(import_list(&code[at + 8..])),
+                Some(at) => {
+                    let list = &code[at + 8..];
+                    names.extend(import_list(list));
+                    in_import_list = list.trim_ascii_start().starts_with(b"(")
+                        && !list.contains(&b')')
+                        || list.ends_with(b"\\");
+                }
                 None => names.push(&b"*"[..]),
             }
         } else if is_assignment(code) {
-            let eq = code.iter().position(|c| *c == b'=').unwrap_or(0);
-            names.extend(identifiers(&code[..eq]).filter(|w| !w.is_empty()));
-        } else if !(code.is_empty() || code.starts_with(b"#")) {
-            // Continuation lines of a parenthesised import list.
-            names.extend(import_list(code));
+            names.extend(assignment_targets(code));
         }
     }
     names
+}
+
+/// The plain names an assignment line binds: `a`, `a: T`, `a, (b, *c)`; not `self.a` nor
+/// `a[i]`, which the lowering does not follow.
+fn assignment_targets(code: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let eq = code.iter().position(|c| *c == b'=').unwrap_or(0);
+    let targets = &code[..eq];
+    let targets = match targets.iter().position(|c| *c == b':') {
+        Some(colon) => &targets[..colon],
+        None => targets,
+    };
+    targets.split(|c| *c == b',').filter_map(|part| {
+        let is_wrapping = |c: &u8| matches!(c, b'(' | b'[' | b')' | b']' | b'*' | b' ');
+        let start = part.iter().position(|c| !is_wrapping(c))?;
+        let end = part.iter().rposition(|c| !is_wrapping(c))? + 1;
+        let name = &part[start..end];
+        (!name[0].is_ascii_digit() && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_'))
+            .then_some(name)
+    })
 }
 
 /// `a, b as c, (d` → a, c, d (the local names).
@@ -895,7 +932,7 @@ fn mark_local_uses(
             if piece.scope == Some(scope)
                 && !archy[i]
                 && matcher.is_match(&src[piece.range.0..piece.range.1])
-                && piece.reads_names(src)
+                && piece.matters_by_name(src)
             {
                 archy[i] = true;
                 changed = true;
@@ -1142,6 +1179,33 @@ fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Option<St
         None => assigned_name(&src[range.0..range.1])?,
     };
     (name.len() >= 3 && !is_keyword(&name)).then_some(name)
+}
+
+/// An expression statement that binds nothing and holds no `if` (as the lowering's own
+/// search for value selections spells it: anywhere in the text): it starts with a name that
+/// is not a keyword, has no `=` outside brackets (an assignment, an augmented one, or a
+/// comparison: all kept, to be safe) and no `:=`.
+fn is_plain_call_statement(statement: &[u8]) -> bool {
+    let code = statement.trim_ascii();
+    let first_word = identifiers(code).next().unwrap_or_default();
+    let starts_with_name = code.starts_with(first_word) && !first_word.is_empty();
+    if !starts_with_name
+        || std::str::from_utf8(first_word).is_ok_and(is_keyword)
+        || memchr::memmem::find(code, b"if").is_some()
+        || memchr::memmem::find(code, b":=").is_some()
+    {
+        return false;
+    }
+    let mut depth = 0i32;
+    for &c in code {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'=' if depth <= 0 => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// `name = ...` or `name: T = ...` on the statement's first line.
@@ -1929,6 +1993,69 @@ mod tests {
         let ranges = relevant_ranges(src.as_bytes(), &tokens);
         let tree = crate::gate::lower::parse_ranges(src.as_bytes(), &ranges).unwrap();
         assert!(!tree.root_node().has_error());
+    }
+
+    #[test]
+    fn attribute_targets_and_continuation_lines_bind_no_name() {
+        let pad =
+            "    cfg['k'] = cfg.get('k', 0) + len('padding padding padding padding')\n".repeat(60);
+        // `self.dev = ...` binds no name the lowering follows, and the lines that continue a
+        // call bind nothing; a plain target, a tuple and an import list do.
+        let src = format!(
+            "def a(self, cfg):\n    self.dev = pick()\n    opts = make(\n        dev,\n    )\n\
+             {pad}    major, _minor = caps()\n    from m import (\n        x,\n        y as z,\n    )\n\
+             {pad}    if is_sm90(self.dev, dev, major, z):\n        return 1\n"
+        );
+        let kept = kept(&src, &Tokens::new(["is_sm"])).concat();
+        assert!(!kept.contains("self.dev = pick()"), "{kept}");
+        assert!(!kept.contains("opts = make("), "{kept}");
+        assert!(kept.contains("major, _minor = caps()"), "{kept}");
+        assert!(kept.contains("y as z"), "{kept}");
+    }
+
+    #[test]
+    fn a_plain_call_naming_a_derived_name_is_not_kept() {
+        let pad =
+            "    cfg['k'] = cfg.get('k', 0) + len('padding padding padding padding')\n".repeat(60);
+        // `_fast` is derived (its body has a token). Of the statements naming it, only those
+        // that can hold a site or bind a name are parsed.
+        let src = format!(
+            "def _fast():\n    return is_sm90()\n\n\
+             def run(cfg):\n    launch(cfg, _fast())\n{pad}    log(_fast)\n    \
+             launch(1 if _fast() else 2)\n    ok = _fast()\n    cfg.flag == _fast()\n"
+        );
+        let kept = kept_heads(&src, &Tokens::new(["is_sm"]));
+        let has = |head: &str| kept.iter().any(|k| k == head);
+        assert!(!has("launch(cfg, _fast())"), "{kept:?}");
+        assert!(!has("log(_fast)"), "{kept:?}");
+        for head in [
+            "launch(1 if _fast() else 2)",
+            "ok = _fast()",
+            "cfg.flag == _fast()",
+        ] {
+            assert!(has(head), "{head}: {kept:?}");
+        }
+    }
+
+    #[test]
+    fn plain_call_statements_are_told_apart() {
+        for plain in ["launch(x, y=1)", "obj.run(a)[0]\n"] {
+            assert!(is_plain_call_statement(plain.as_bytes()), "{plain}");
+        }
+        let others = [
+            "x = f(y)",
+            "x += f(y)",
+            "f(y) == 1",
+            "f(a if b else c)",
+            "f((x := g()))",
+            "return f(y)",
+            "assert f(y)",
+            "@f(y)",
+            "\"\"\"doc\"\"\"",
+        ];
+        for other in others {
+            assert!(!is_plain_call_statement(other.as_bytes()), "{other}");
+        }
     }
 
     #[test]
