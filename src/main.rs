@@ -27,12 +27,12 @@ fn use_mimalloc_in_tree_sitter() {
     // SAFETY: called first thing in `main`, before any parser, tree or cursor is created;
     // the four functions form one allocator.
     unsafe {
-        tree_sitter::set_allocator(
-            Some(libmimalloc_sys::mi_malloc),
-            Some(ts_calloc),
-            Some(libmimalloc_sys::mi_realloc),
-            Some(libmimalloc_sys::mi_free),
-        );
+        tree_sitter::set_allocator(Some(tree_sitter::Allocator {
+            malloc: libmimalloc_sys::mi_malloc,
+            calloc: ts_calloc,
+            realloc: libmimalloc_sys::mi_realloc,
+            free: libmimalloc_sys::mi_free,
+        }));
     }
 }
 

@@ -7,8 +7,9 @@ use std::sync::OnceLock;
 
 use tree_sitter::{Language, Node};
 
-fn language() -> Language {
-    tree_sitter_python::LANGUAGE.into()
+fn language() -> &'static Language {
+    static LANGUAGE: OnceLock<Language> = OnceLock::new();
+    LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into())
 }
 
 /// Kind names by kind id (`Node::kind_id` is the public symbol, whose name is the node's).
@@ -84,7 +85,7 @@ impl<'tree> NodeExt<'tree> for Node<'tree> {
         match kinds().get(self.kind_id() as usize) {
             Some(name) => name,
             // `ERROR` has an id outside the table.
-            None => self.kind(),
+            None => "ERROR",
         }
     }
 

@@ -37,7 +37,7 @@ fn collect_tokens<'a>(node: Node, src: &'a [u8], out: &mut Vec<&'a str>) {
 pub fn expression_tokens(text: &str) -> Option<(Vec<String>, &'static str)> {
     let tree = parse(text.as_bytes())?;
     let node = single_expression(&tree)?;
-    let kind = node.kind();
+    let kind = crate::gate::ts::NodeExt::kind_name(&node);
     Some((owned(tokens(node, text.as_bytes())), kind))
 }
 
