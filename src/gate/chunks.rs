@@ -837,12 +837,14 @@ fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// lines that continue a statement bind nothing, except in a parenthesised import list.
 fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
     let mut names = Vec::new();
-    let mut in_import_list = false;
+    // Inside an import list that goes on past its line: whether it is parenthesised (it ends
+    // at the `)`) rather than continued by a backslash (it ends at a line without one).
+    let mut open_list: Option<bool> = None;
     for line in statement.split(|c| *c == b'\n') {
         let code = line.trim_ascii();
-        if in_import_list {
+        if let Some(parenthesised) = open_list {
             names.extend(import_list(code));
-            in_import_list = !code.contains(&b')');
+            open_list = import_list_goes_on(code, parenthesised);
         } else if let Some(rest) = code.strip_prefix(b"import ") {
             for part in rest.split(|c| *c == b',') {
                 let part = part.trim_ascii();
@@ -852,14 +854,14 @@ fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
                     .unwrap_or(part);
                 names.push(alias.split(|c| *c == b'.').next().unwrap_or(alias));
             }
+            open_list = import_list_goes_on(code, false);
         } else if code.starts_with(b"from ") {
             match memchr::memmem::find(code, b" import ") {
                 Some(at) => {
                     let list = &code[at + 8..];
                     names.extend(import_list(list));
-                    in_import_list = list.trim_ascii_start().starts_with(b"(")
-                        && !list.contains(&b')')
-                        || list.ends_with(b"\\");
+                    let parenthesised = list.trim_ascii_start().starts_with(b"(");
+                    open_list = import_list_goes_on(list, parenthesised);
                 }
                 None => names.push(&b"*"[..]),
             }
@@ -870,22 +872,33 @@ fn bound_names(statement: &[u8]) -> Vec<&[u8]> {
     names
 }
 
-/// The plain names an assignment line binds: `a`, `a: T`, `a, (b, *c)`; not `self.a` nor
-/// `a[i]`, which the lowering does not follow.
-fn assignment_targets(code: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let eq = code.iter().position(|c| *c == b'=').unwrap_or(0);
-    let targets = &code[..eq];
+/// Whether an import list read up to the end of `text` goes on to the next line.
+fn import_list_goes_on(text: &[u8], parenthesised: bool) -> Option<bool> {
+    let goes_on = if parenthesised {
+        !text.contains(&b')')
+    } else {
+        text.ends_with(b"\\")
+    };
+    goes_on.then_some(parenthesised)
+}
+
+/// The plain names an assignment line binds (`is_assignment` has vetted it): `a`, `a: T`,
+/// `a, b`, `[a, b]`; not `self.a` nor `a[i]`, which the lowering does not follow.
+fn assignment_targets(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let eq = line.iter().position(|c| *c == b'=').unwrap_or(0);
+    let targets = &line[..eq];
     let targets = match targets.iter().position(|c| *c == b':') {
         Some(colon) => &targets[..colon],
         None => targets,
     };
     targets.split(|c| *c == b',').filter_map(|part| {
-        let is_wrapping = |c: &u8| matches!(c, b'(' | b'[' | b')' | b']' | b'*' | b' ');
+        let is_wrapping = |c: &u8| matches!(c, b'[' | b']' | b' ');
         let start = part.iter().position(|c| !is_wrapping(c))?;
         let end = part.iter().rposition(|c| !is_wrapping(c))? + 1;
         let name = &part[start..end];
-        (!name[0].is_ascii_digit() && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_'))
-            .then_some(name)
+        // Bytes past ASCII are UTF-8 letters of a non-ASCII identifier.
+        let is_name_byte = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c >= 0x80;
+        (!name[0].is_ascii_digit() && name.iter().all(is_name_byte)).then_some(name)
     })
 }
 
@@ -975,17 +988,15 @@ fn nested_archy_assignments(
     names
 }
 
-/// The names on the left of a simple assignment's first line.
+/// The names on the left of a simple assignment's first line, of two characters or more.
 fn assigned_names(statement: &[u8]) -> Vec<String> {
     if !is_assignment(statement) {
         return Vec::new();
     }
     let line = statement.split(|c| *c == b'\n').next().unwrap_or_default();
-    let eq = line.iter().position(|c| *c == b'=').unwrap_or(0);
-    String::from_utf8_lossy(&line[..eq])
-        .split(',')
-        .map(|t| t.split(':').next().unwrap_or("").trim().to_string())
-        .filter(|t| t.len() >= 2 && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
+    assignment_targets(line)
+        .filter(|name| name.len() >= 2)
+        .map(|name| String::from_utf8_lossy(name).into_owned())
         .collect()
 }
 
@@ -1993,6 +2004,28 @@ mod tests {
         let ranges = relevant_ranges(src.as_bytes(), &tokens);
         let tree = crate::gate::lower::parse_ranges(src.as_bytes(), &ranges).unwrap();
         assert!(!tree.root_node().has_error());
+    }
+
+    #[test]
+    fn bound_names_reads_plain_targets_and_import_lists_to_their_end() {
+        let names = |statement: &str| -> Vec<String> {
+            bound_names(statement.as_bytes())
+                .iter()
+                .map(|name| String::from_utf8_lossy(name).into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names("from m import (\n    a,\n    b as c,\n)\nfoo(d)\n"),
+            ["a", "c"]
+        );
+        // A backslash continues the list one line only: `x.y = z` binds nothing.
+        assert_eq!(names("from m import a, \\\n    b\nx.y = z\n"), ["a", "b"]);
+        assert_eq!(names("[a, b] = f()"), ["a", "b"]);
+        assert!(names("self.x: int = 1").is_empty());
+        assert_eq!(
+            names("try:\n    import torch.cuda\nexcept ImportError:\n    torch = None\n"),
+            ["torch", "torch"]
+        );
     }
 
     #[test]

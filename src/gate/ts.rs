@@ -84,8 +84,10 @@ impl<'tree> NodeExt<'tree> for Node<'tree> {
     fn kind_name(&self) -> &'static str {
         match kinds().get(self.kind_id() as usize) {
             Some(name) => name,
-            // `ERROR` has an id outside the table.
-            None => "ERROR",
+            // `ERROR` has an id outside the table; the grammar still names it.
+            None => language()
+                .node_kind_for_id(self.kind_id())
+                .unwrap_or("ERROR"),
         }
     }
 

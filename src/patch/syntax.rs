@@ -4,6 +4,7 @@
 use tree_sitter::{Node, Tree};
 
 use crate::gate::lower::parse;
+use crate::gate::ts::NodeExt;
 
 /// Kinds whose whole text is one token (their children split string contents at escapes).
 const ATOMIC_KINDS: &[&str] = &["string", "comment"];
@@ -37,7 +38,7 @@ fn collect_tokens<'a>(node: Node, src: &'a [u8], out: &mut Vec<&'a str>) {
 pub fn expression_tokens(text: &str) -> Option<(Vec<String>, &'static str)> {
     let tree = parse(text.as_bytes())?;
     let node = single_expression(&tree)?;
-    let kind = crate::gate::ts::NodeExt::kind_name(&node);
+    let kind = node.kind_name();
     Some((owned(tokens(node, text.as_bytes())), kind))
 }
 
