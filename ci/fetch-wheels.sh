@@ -12,6 +12,12 @@ pins=(
   # The latest sglang with the flashinfer it pins.
   "sglang==0.5.23"
   "flashinfer-python==0.7.2"
+  # A release between them, with the flashinfer it pins.
+  "sglang==0.5.10"
+  "flashinfer-python==0.6.7.post2"
+  # vllm with the flashinfer it pins.
+  "vllm==0.33.0"
+  "flashinfer-python==0.7.2.post1"
 )
 for pin in "${pins[@]}"; do
   name="${pin%%==*}"; version="${pin##*==}"
@@ -21,7 +27,7 @@ for pin in "${pins[@]}"; do
   fi
   echo "fetching $pin" >&2
   python3 -m pip download --quiet --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux_2_34_x86_64 --platform any \
+    --python-version 3.11 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform any \
     -d "$dest" "$pin"
 done
 ls "$dest"
