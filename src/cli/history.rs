@@ -38,6 +38,10 @@ pub struct StatusArgs {
     pub site: WriteSiteArgs,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Check every object of the ledger (every commit, tree and blob, reachable or not),
+    /// not only those the transactions in effect need.
+    #[arg(long)]
+    pub fsck: bool,
 }
 
 #[derive(Args, Debug)]
@@ -127,6 +131,12 @@ struct Status {
     unverified: Vec<String>,
     drifted: Vec<Drift>,
     leftover_temp_files: Vec<String>,
+    /// Objects the transactions in effect need (or, with --fsck, any object) that cannot be
+    /// read back or do not match their id.
+    damaged: Vec<String>,
+    /// With --fsck: how many objects were checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objects_checked: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -151,6 +161,8 @@ pub fn status(args: StatusArgs) -> Result<i32> {
                     unverified: Vec::new(),
                     drifted: Vec::new(),
                     leftover_temp_files: Vec::new(),
+                    damaged: Vec::new(),
+                    objects_checked: None,
                 };
                 println!(
                     "{}",
@@ -162,7 +174,17 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return Ok(exit::OK);
     };
     let history = History::read(&ledger)?;
-    let status = collect_status(&ledger, &history)?;
+    let mut status = collect_status(&ledger, &history)?;
+    if args.fsck {
+        let (checked, problems) = ledger.fsck();
+        status.objects_checked = Some(checked);
+        for (oid, problem) in problems {
+            let oid = oid.to_string();
+            if !status.damaged.iter().any(|d| d.contains(&oid)) {
+                status.damaged.push(problem);
+            }
+        }
+    }
     match args.format {
         Format::Json => println!(
             "{}",
@@ -170,7 +192,51 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         ),
         Format::Human => print!("{}", human_status(&status)),
     }
+    if !status.damaged.is_empty() {
+        eprintln!(
+            "gatefix: the ledger {} has {} damaged object(s); `gatefix revert` would refuse to use them",
+            ledger.dir.display(),
+            status.damaged.len()
+        );
+        return Ok(exit::USAGE);
+    }
     Ok(exit::OK)
+}
+
+/// Every object the transactions in effect (and an interrupted one) need to be undone: their
+/// pre-images, and the bytes gatefix last wrote (what drift is measured against).
+fn needed_objects(ledger: &Ledger, history: &History, damaged: &mut Vec<String>) {
+    let mut check = |commit: &git2::Commit, txn: u32, role: &str, file: &str| {
+        if let Err(e) = ledger.blob(commit, file) {
+            damaged.push(format!("transaction {txn}: the {role} of {file}: {e}"));
+        }
+    };
+    let mut needs: Vec<(&Record, Phase)> = history
+        .active_applies()
+        .into_iter()
+        .map(|r| (r, Phase::Begin))
+        .collect();
+    if let Some(r) = history.interrupted() {
+        needs.push((r, Phase::Begin));
+    }
+    for (record, phase) in needs {
+        let Some(begin) = history.record(record.txn, phase) else {
+            continue;
+        };
+        let Ok(commit) = ledger.repo.find_commit(begin.oid) else {
+            continue;
+        };
+        for file in &record.files {
+            check(&commit, record.txn, "pre-image", file);
+        }
+    }
+    if let Some(pending) = ledger.pending()
+        && let Some(r) = history.interrupted()
+    {
+        for file in &r.files {
+            check(&pending, r.txn, "post-image", file);
+        }
+    }
 }
 
 fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
@@ -178,14 +244,26 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
     let applied: Vec<Record> = history.active_applies().into_iter().cloned().collect();
     let mut drifted = Vec::new();
     let mut leftover = Vec::new();
+    let mut damaged = Vec::new();
+    needed_objects(ledger, history, &mut damaged);
     for record in &applied {
         for file in &record.files {
             let why = match (site_path(&ledger.site_root, file), &head) {
                 (Err(why), _) => Some(why),
                 (Ok(path), Some(head)) => {
                     let current = std::fs::read(&path).ok();
-                    (current != ledger.blob(head, file))
-                        .then(|| "changed since gatefix wrote it".to_string())
+                    match ledger.blob(head, file) {
+                        Ok(last) => {
+                            (current != last).then(|| "changed since gatefix wrote it".to_string())
+                        }
+                        Err(e) => {
+                            damaged.push(format!(
+                                "transaction {}: the last written bytes of {file}: {e}",
+                                history.last_writer(file)
+                            ));
+                            None
+                        }
+                    }
                 }
                 (Ok(_), None) => None,
             };
@@ -223,6 +301,8 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
         unverified,
         drifted,
         leftover_temp_files: leftover,
+        damaged,
+        objects_checked: None,
     })
 }
 
@@ -257,6 +337,16 @@ fn human_status(status: &Status) -> String {
     }
     for d in &status.drifted {
         let _ = writeln!(out, "DRIFT: {} (transaction {}): {}", d.file, d.txn, d.why);
+    }
+    for d in &status.damaged {
+        let _ = writeln!(out, "DAMAGED: {d}");
+    }
+    if let Some(n) = status.objects_checked {
+        let _ = writeln!(
+            out,
+            "fsck: {n} object(s) checked, {} damaged",
+            status.damaged.len()
+        );
     }
     for t in &status.leftover_temp_files {
         let _ = writeln!(out, "leftover temp file: {t} (`gatefix revert` removes it)");

@@ -139,6 +139,15 @@ impl History {
             .collect()
     }
 
+    /// The transaction whose bytes `main` holds for `file` (the last record naming it).
+    pub fn last_writer(&self, file: &str) -> u32 {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.files.iter().any(|f| f == file))
+            .map_or(0, |r| r.txn)
+    }
+
     pub fn record(&self, txn: u32, phase: Phase) -> Option<&Record> {
         self.records
             .iter()

@@ -254,20 +254,29 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
             path: path.clone(),
             source,
         })?;
-        let Some(want) = ledger.blob(&want_commit, file) else {
-            return Err(Error::refused(format!(
-                "ledger {}: transaction {} names {file} but holds no bytes for it",
+        let role = if finish { "post-image" } else { "pre-image" };
+        let Some(want) = ledger
+            .blob(&want_commit, file)
+            .map_err(|e| ledger.damaged(begin.txn, role, file, &e))?
+        else {
+            return Err(Error::input(format!(
+                "ledger {}: transaction {} names {file}, but commit {} has no entry for it \
+                 (the ledger was edited by hand?); nothing was written",
                 ledger.dir.display(),
-                begin.txn
+                begin.txn,
+                want_commit.id()
             )));
         };
         if current == want {
             continue;
         }
-        let known = other_commit
-            .as_ref()
-            .and_then(|c| ledger.blob(c, file))
-            .is_some_and(|other| other == current);
+        let other = match &other_commit {
+            Some(c) => ledger
+                .blob(c, file)
+                .map_err(|e| ledger.damaged(begin.txn, "other image", file, &e))?,
+            None => None,
+        };
+        let known = other.is_some_and(|other| other == current);
         if !known {
             drift.push((file.clone(), current.clone()));
         }

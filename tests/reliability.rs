@@ -1,0 +1,179 @@
+//! Nothing lost, nothing silent: a damaged ledger, a ledger where it does not belong, a
+//! full disk, a removed ledger. Every case asserts the message, the exit code, and that the
+//! site is byte-identical to what it was before the command.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fixture::{hash_tree, stderr, stdout, venv_args, venv_copy};
+
+const COMMUNICATOR: &str = "sglang/srt/layers/communicator.py";
+
+/// Runs gatefix, killing it (and failing the test) if it takes more than 60 s: a hang is
+/// the failure these tests exist to catch.
+fn gatefix_timed(args: &[String], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gatefix"));
+    command
+        .args(args)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("GATEFIX_LEDGER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("gatefix runs");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("gatefix {args:?} hung for 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn verb(name: &str, root: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![name.to_string()];
+    if name == "apply" {
+        args.push("sm_120".into());
+    }
+    args.extend(venv_args(root));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    gatefix_timed(&args, &[])
+}
+
+fn ledger_dir(root: &Path) -> PathBuf {
+    root.join(".gatefix/ledger.git")
+}
+
+/// The pre-image blobs of transaction 1 (its begin commit is main's parent): (file, id).
+fn pre_image_objects(root: &Path) -> Vec<(String, git2::Oid)> {
+    let repo = git2::Repository::open_bare(ledger_dir(root)).unwrap();
+    let main = repo.find_reference("refs/heads/main").unwrap();
+    let done = main.peel_to_commit().unwrap();
+    let begin = done.parent(0).unwrap();
+    let tree = begin.tree().unwrap();
+    let mut out = Vec::new();
+    for file in [COMMUNICATOR, "sglang/srt/server_args.py"] {
+        let entry = tree.get_path(Path::new(file)).unwrap();
+        out.push((file.to_string(), entry.id()));
+    }
+    out
+}
+
+fn loose(root: &Path, oid: git2::Oid) -> PathBuf {
+    let hex = oid.to_string();
+    ledger_dir(root)
+        .join("objects")
+        .join(&hex[..2])
+        .join(&hex[2..])
+}
+
+fn write_object(path: &Path, bytes: &[u8]) {
+    let mut perms = std::fs::metadata(path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(path, perms).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_cut_ledger_object_is_an_error_naming_it_never_a_hang() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let patched = hash_tree(&root);
+    for (file, oid) in pre_image_objects(&root) {
+        let path = loose(&root, oid);
+        let intact = std::fs::read(&path).unwrap();
+        let mut cuts = vec![2, 10, 40, 100, 500, 1000];
+        cuts.retain(|&c| c < intact.len());
+        cuts.push(intact.len() - 1);
+        for cut in cuts {
+            write_object(&path, &intact[..cut]);
+            for args in [&[][..], &["--force"][..]] {
+                let out = verb("revert", &root, args);
+                let err = stderr(&out);
+                assert_eq!(out.status.code(), Some(2), "cut {cut} {args:?}: {err}");
+                assert!(
+                    err.contains("transaction 1: the pre-image of")
+                        && err.contains(&file)
+                        && err.contains(&oid.to_string())
+                        && err.contains("Nothing was written"),
+                    "cut {cut}: {err}"
+                );
+                assert!(!err.contains("holds no pre-image"), "{err}");
+                assert_eq!(hash_tree(&root), patched, "cut {cut}: the site changed");
+            }
+            let out = verb("status", &root, &[]);
+            assert_eq!(out.status.code(), Some(2), "status, cut {cut}");
+            let text = stdout(&out);
+            assert!(
+                text.contains(&format!("DAMAGED: transaction 1: the pre-image of {file}"))
+                    && text.contains(&oid.to_string()),
+                "{text}"
+            );
+        }
+        write_object(&path, &intact);
+    }
+    let out = verb("status", &root, &["--fsck"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains(", 0 damaged"), "{}", stdout(&out));
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
+}
+
+#[test]
+fn a_missing_object_and_a_damaged_commit_are_named() {
+    let (_g, root) = venv_copy("fusion");
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let patched = hash_tree(&root);
+    let (file, oid) = pre_image_objects(&root).remove(0);
+    let path = loose(&root, oid);
+    let intact = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let out = verb("revert", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&file) && err.contains(&oid.to_string()) && err.contains("is missing"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), patched);
+    std::fs::write(&path, &intact).unwrap();
+
+    // The done commit itself, cut: nothing parses it, every command says so.
+    let repo = git2::Repository::open_bare(ledger_dir(&root)).unwrap();
+    let done = repo.refname_to_id("refs/heads/main").unwrap();
+    let commit_path = loose(&root, done);
+    let intact = std::fs::read(&commit_path).unwrap();
+    write_object(&commit_path, &intact[..intact.len() / 2]);
+    for command in ["revert", "status", "log"] {
+        let out = verb(command, &root, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(err.contains(&done.to_string()), "{command}: {err}");
+        assert!(err.contains("cut short"), "{command}: {err}");
+    }
+    assert_eq!(hash_tree(&root), patched);
+    // A content swap (valid zlib, wrong bytes) is caught by the hash.
+    write_object(&commit_path, &intact);
+    let other = std::fs::read(loose(&root, oid)).unwrap();
+    write_object(&loose(&root, pre_image_objects(&root)[1].1), &other);
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("its content hashes to"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(hash_tree(&root), patched);
+}
