@@ -177,3 +177,130 @@ fn a_missing_object_and_a_damaged_commit_are_named() {
     );
     assert_eq!(hash_tree(&root), patched);
 }
+
+fn site(root: &Path) -> PathBuf {
+    root.join(common::fixture::FUSION_SITE)
+}
+
+#[test]
+fn a_ledger_may_not_live_at_the_root_in_the_site_or_in_a_busy_folder() {
+    let (guard, root) = venv_copy("fusion");
+    let before = hash_tree(&root);
+    let root_link = guard.path().join("rootlink");
+    std::os::unix::fs::symlink("/", &root_link).unwrap();
+    let busy = guard.path().join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), "mine").unwrap();
+    let cases = [
+        (
+            PathBuf::from("/"),
+            "the file system root cannot hold a ledger",
+        ),
+        (
+            root_link.clone(),
+            "the file system root cannot hold a ledger",
+        ),
+        (site(&root), "that is the site root"),
+        (site(&root).join("sglang/x"), "that is inside the site"),
+        (
+            busy.clone(),
+            "holds other things and is not a gatefix ledger",
+        ),
+        (root.join("lib"), "holds the site"),
+    ];
+    for (dir, why) in &cases {
+        for command in ["apply", "status", "revert", "log"] {
+            let out = verb(command, &root, &["--ledger", dir.to_str().unwrap()]);
+            let err = stderr(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{command} {}: {err}",
+                dir.display()
+            );
+            assert!(err.contains(why), "{command} {}: {err}", dir.display());
+            assert!(err.contains("--ledger"), "{err}");
+            assert_eq!(hash_tree(&root), before, "{command} {}", dir.display());
+        }
+    }
+    assert!(!Path::new("/gatefix.lock").exists());
+    assert!(!site(&root).join("HEAD").exists());
+    assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1);
+    // The same through the environment.
+    let mut args = vec!["apply".to_string(), "sm_120".into()];
+    args.extend(venv_args(&root));
+    let out = gatefix_timed(&args, &[("GATEFIX_LEDGER", site(&root).to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("$GATEFIX_LEDGER"), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), before);
+}
+
+#[test]
+fn a_ledger_named_once_is_found_again_without_the_flag() {
+    let (guard, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let elsewhere = guard.path().join("ledgers/fusion.git");
+    let flag = ["--ledger", elsewhere.to_str().unwrap()];
+    assert_eq!(verb("apply", &root, &flag).status.code(), Some(0));
+    assert!(elsewhere.join("gatefix-ledger").is_file());
+    let pointer = root.join(".gatefix/ledger-path");
+    assert_eq!(
+        std::fs::read_to_string(&pointer).unwrap().trim(),
+        elsewhere.to_str().unwrap()
+    );
+    let status = stdout(&verb("status", &root, &[]));
+    assert!(status.contains("transaction 1: apply sm_120"), "{status}");
+    assert!(status.contains(elsewhere.to_str().unwrap()), "{status}");
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
+
+    // $GATEFIX_LEDGER is used by every command too.
+    let (_g2, root2) = venv_copy("fusion");
+    let env_ledger = guard.path().join("env/ledger.git");
+    let env = [("GATEFIX_LEDGER", env_ledger.to_str().unwrap())];
+    let run = |name: &str| {
+        let mut args = vec![name.to_string()];
+        if name == "apply" {
+            args.push("sm_120".into());
+        }
+        args.extend(venv_args(&root2));
+        gatefix_timed(&args, &env)
+    };
+    assert_eq!(run("apply").status.code(), Some(0));
+    assert!(env_ledger.join("HEAD").is_file());
+    assert!(stdout(&run("status")).contains("transaction 1"));
+    assert_eq!(run("revert").status.code(), Some(0));
+}
+
+#[test]
+fn a_second_ledger_cannot_hide_the_first_ones_transactions() {
+    let (guard, root) = venv_copy("fusion");
+    let original: Vec<(PathBuf, Vec<u8>)> = [
+        "sglang/srt/layers/communicator.py",
+        "sglang/srt/server_args.py",
+    ]
+    .iter()
+    .map(|f| {
+        let p = site(&root).join(f);
+        let bytes = std::fs::read(&p).unwrap();
+        (p, bytes)
+    })
+    .collect();
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    // Someone puts the files back by hand; the default ledger still says transaction 1.
+    for (p, bytes) in &original {
+        std::fs::write(p, bytes).unwrap();
+    }
+    let before = hash_tree(&root);
+    let other = guard.path().join("other.git");
+    let out = verb("apply", &root, &["--ledger", other.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("transaction(s) 1 in effect in another ledger")
+            && err.contains(".gatefix/ledger.git"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+}

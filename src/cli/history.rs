@@ -52,7 +52,7 @@ pub struct LogArgs {
 
 fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
     let root = site.site_root()?;
-    let dir = site.ledger_dir(&root);
+    let dir = site.ledger_dir(&root)?;
     let ledger = Ledger::open(&dir, &root)?;
     Ok((dir, ledger))
 }
@@ -148,7 +148,7 @@ struct Drift {
 
 pub fn status(args: StatusArgs) -> Result<i32> {
     let root = args.site.site_root()?;
-    let dir = args.site.ledger_dir(&root);
+    let dir = args.site.ledger_dir(&root)?;
     let Some(ledger) = Ledger::open(&dir, &root)? else {
         match args.format {
             Format::Json => {

@@ -92,9 +92,9 @@ impl History {
     }
 
     /// A warning for any command that reads the site: an interrupted transaction, if the
-    /// site has a ledger at the default place and it shows one.
+    /// site's ledger (`$GATEFIX_LEDGER`, the recorded one, or the default) shows one.
     pub fn interrupted_warning(site_root: &std::path::Path) -> Option<String> {
-        let dir = super::location(site_root, None);
+        let (dir, _) = super::place::resolve(site_root, None).ok()?;
         let ledger = Ledger::open(&dir, site_root).ok()??;
         let history = History::read(&ledger).ok()?;
         let record = history.interrupted()?;

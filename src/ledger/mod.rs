@@ -15,10 +15,12 @@ pub mod fsio;
 pub mod history;
 pub mod lock;
 pub mod objects;
+pub mod place;
 pub mod revert;
 pub mod txn;
 
 use std::path::{Path, PathBuf};
+
 use std::sync::Once;
 
 use git2::{Commit, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
@@ -33,21 +35,6 @@ pub struct Ledger {
     pub repo: Repository,
     pub dir: PathBuf,
     pub site_root: PathBuf,
-}
-
-/// Where a site's ledger lives: `--ledger DIR` if given, else `<venv>/.gatefix/ledger.git`
-/// when the site is inside a venv, else `<site>/.gatefix/ledger.git`.
-pub fn location(site_root: &Path, explicit: Option<&Path>) -> PathBuf {
-    if let Some(dir) = explicit {
-        return dir.to_path_buf();
-    }
-    let venv = site_root
-        .ancestors()
-        .take(5)
-        .find(|dir| dir.join("pyvenv.cfg").is_file());
-    venv.unwrap_or(site_root)
-        .join(".gatefix")
-        .join("ledger.git")
 }
 
 fn git_error(dir: &Path, what: &str, e: git2::Error) -> Error {
@@ -82,6 +69,13 @@ impl Ledger {
                 Repository::init_bare(dir).map_err(|e| git_error(dir, "cannot create", e))?;
             repo.set_head(MAIN)
                 .map_err(|e| git_error(dir, "cannot set HEAD", e))?;
+            let marker = dir.join(place::MARKER);
+            std::fs::write(&marker, "a gatefix ledger (see `gatefix status`)\n").map_err(
+                |source| Error::Io {
+                    path: marker,
+                    source,
+                },
+            )?;
             repo
         };
         let ledger = Ledger {

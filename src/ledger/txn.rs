@@ -80,6 +80,10 @@ impl Meta {
 /// Runs one transaction. The caller holds the site lock and has made sure no transaction is
 /// interrupted. Returns the transaction number.
 pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
+    if meta.kind == Kind::Apply {
+        refuse_hidden_transactions(ledger)?;
+    }
+    super::place::record(&ledger.site_root, &ledger.dir)?;
     let history = History::read(ledger)?;
     let txn = history.next_txn();
     let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
@@ -138,6 +142,34 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
     ledger.delete_ref(PENDING)?;
     fault::point("pending ref removed");
     Ok(txn)
+}
+
+/// A new transaction in one ledger while another ledger of the site still has transactions
+/// in effect would split the site's history in two; refused.
+fn refuse_hidden_transactions(ledger: &Ledger) -> Result<()> {
+    let Some(other) = super::place::other_ledger(&ledger.site_root, &ledger.dir) else {
+        return Ok(());
+    };
+    let Some(other_ledger) = Ledger::open(&other, &ledger.site_root)? else {
+        return Ok(());
+    };
+    let history = History::read(&other_ledger)?;
+    let live: Vec<String> = history
+        .active_applies()
+        .into_iter()
+        .chain(history.interrupted())
+        .map(|r| r.txn.to_string())
+        .collect();
+    if live.is_empty() {
+        return Ok(());
+    }
+    Err(Error::refused(format!(
+        "this site has transaction(s) {} in effect in another ledger, {}; nothing was written. \
+         Use `--ledger {}`, or revert them there first",
+        live.join(", "),
+        other.display(),
+        other.display()
+    )))
 }
 
 /// Re-checks the file against the planned pre-image, then replaces it.
