@@ -304,3 +304,168 @@ fn a_second_ledger_cannot_hide_the_first_ones_transactions() {
     );
     assert_eq!(hash_tree(&root), before);
 }
+
+/// Rewrites the fixture's RECORD files with the sha256 of every file they list, as pip does
+/// (the bundled fixture lists files without hashes).
+fn with_record_hashes(root: &Path) {
+    use sha2::{Digest, Sha256};
+    let site = site(root);
+    for entry in std::fs::read_dir(&site).unwrap() {
+        let dir = entry.unwrap().path();
+        let record = dir.join("RECORD");
+        if !record.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&record).unwrap();
+        let mut out = String::new();
+        for line in text.lines() {
+            let path = line.split(',').next().unwrap();
+            let bytes = std::fs::read(site.join(path)).unwrap();
+            let digest = Sha256::digest(&bytes);
+            out.push_str(&format!(
+                "{path},sha256={},{}\n",
+                b64url(&digest),
+                bytes.len()
+            ));
+        }
+        std::fs::write(&record, out).unwrap();
+    }
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = String::new();
+    for &b in bytes {
+        bits = (bits << 8) | b as u32;
+        n += 8;
+        while n >= 6 {
+            n -= 6;
+            out.push(alphabet[((bits >> n) & 63) as usize] as char);
+        }
+    }
+    if n > 0 {
+        out.push(alphabet[((bits << (6 - n)) & 63) as usize] as char);
+    }
+    out
+}
+
+const PIP_LINE: &str = "pip install --force-reinstall --no-deps sglang==0.5.5";
+
+#[test]
+fn a_removed_ledger_cannot_make_a_patched_site_look_clean() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let original = hash_tree(&root);
+    let out = verb("status", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no gatefix transactions"));
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(
+            "patched by gatefix: sglang/srt/layers/communicator.py (transaction 1; sglang 0.5.5)"
+        ),
+        "{text}"
+    );
+
+    std::fs::remove_dir_all(root.join(".gatefix")).unwrap();
+    let patched = hash_tree(&root);
+    for command in ["status", "revert"] {
+        let out = verb(command, &root, &[]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{command}: {text}{}",
+            stderr(&out)
+        );
+        assert!(!text.contains("no gatefix transactions"), "{text}");
+        assert!(!text.contains("nothing to revert"), "{text}");
+        assert!(
+            text.contains("no ledger at")
+                && text.contains(".gatefix/ledger.git")
+                && text.contains("NOT BY GATEFIX: sglang/srt/layers/communicator.py differs from what pip installed (sglang 0.5.5 RECORD)")
+                && text.contains(PIP_LINE),
+            "{command}: {text}"
+        );
+        assert_eq!(hash_tree(&root), patched, "{command} wrote");
+    }
+    let out = verb("status", &root, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["way_back"], serde_json::json!([PIP_LINE]));
+    assert_eq!(doc["site_files"][0]["state"], "not-by-gatefix");
+
+    // A ledger at another place than the one that patched the site: the same report.
+    let (guard, root2) = venv_copy("fusion");
+    with_record_hashes(&root2);
+    assert_eq!(verb("apply", &root2, &[]).status.code(), Some(0));
+    let empty = guard.path().join("empty.git");
+    let out = verb("status", &root2, &["--ledger", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(PIP_LINE));
+    // And with the ledger back in place, everything is explained and revert works.
+    assert_eq!(verb("revert", &root2, &[]).status.code(), Some(0));
+    let _ = original;
+}
+
+#[test]
+fn apply_refuses_to_stack_on_files_changed_by_someone_else() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let server_args = site(&root).join("sglang/srt/server_args.py");
+    let mut text = std::fs::read_to_string(&server_args).unwrap();
+    text.push_str("# a local hand edit\n");
+    std::fs::write(&server_args, text).unwrap();
+    let before = hash_tree(&root);
+    let out = verb("apply", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("sglang/srt/server_args.py (sglang 0.5.5) differ(s) from what pip installed")
+            && err.contains("nothing was written")
+            && err.contains(PIP_LINE),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+    let status = verb("status", &root, &[]);
+    assert_eq!(status.status.code(), Some(1));
+    assert!(stdout(&status).contains("NOT BY GATEFIX: sglang/srt/server_args.py"));
+}
+
+#[test]
+fn status_all_compares_every_installed_file_and_sees_a_reinstall() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let comm = site(&root).join("flashinfer/jit/comm.py");
+    let intact = std::fs::read(&comm).unwrap();
+    let mut edited = intact.clone();
+    edited.extend_from_slice(b"# edited\n");
+    std::fs::write(&comm, &edited).unwrap();
+    assert_eq!(verb("status", &root, &[]).status.code(), Some(0));
+    let out = verb("status", &root, &["--all"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("NOT BY GATEFIX: flashinfer/jit/comm.py")
+            && text.contains("pip install --force-reinstall --no-deps flashinfer-python==0.7.2"),
+        "{text}"
+    );
+    std::fs::write(&comm, &intact).unwrap();
+
+    // A reinstall under an applied transaction: the file is back at RECORD's bytes.
+    let communicator = site(&root).join(COMMUNICATOR);
+    let pip_bytes = std::fs::read(&communicator).unwrap();
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    std::fs::write(&communicator, &pip_bytes).unwrap();
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("REINSTALLED: sglang/srt/layers/communicator.py is back at the bytes pip installed (sglang 0.5.5); transaction 1"),
+        "{text}"
+    );
+}

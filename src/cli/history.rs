@@ -13,8 +13,10 @@ use crate::ledger::history::{History, Phase, Record};
 use crate::ledger::lock::SiteLock;
 use crate::ledger::revert::{Outcome, Which};
 use crate::ledger::txn::recover;
+use crate::ledger::witness::{self, FileState, State, Witness};
 use crate::ledger::{Ledger, fault};
-use crate::site::site_path;
+use crate::patch::PatchSet;
+use crate::site::{Site, site_path};
 
 #[derive(Args, Debug)]
 pub struct RevertArgs {
@@ -42,6 +44,10 @@ pub struct StatusArgs {
     /// not only those the transactions in effect need.
     #[arg(long)]
     pub fsck: bool,
+    /// Compare every file of every distribution with its RECORD, not only the files the
+    /// ledger and the shipped patches touch.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Args, Debug)]
@@ -60,6 +66,13 @@ fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
 pub fn revert(args: RevertArgs) -> Result<i32> {
     let (dir, ledger) = open(&args.site)?;
     let Some(ledger) = ledger else {
+        let root = args.site.site_root()?;
+        let site = Site::open(&root)?;
+        let states = examine(&site, None, false);
+        if let Some(report) = unexplained_report(&states, &dir, false) {
+            print!("{report}");
+            return Ok(exit::FINDINGS);
+        }
         println!("nothing to revert: no ledger at {}", dir.display());
         return Ok(exit::OK);
     };
@@ -87,7 +100,17 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
         (None, false) => Which::Last,
     };
     match crate::ledger::revert::revert(&ledger, which, args.force)? {
-        Outcome::NothingToRevert => println!("nothing to revert: no transaction is in effect"),
+        Outcome::NothingToRevert => {
+            let site = Site::open(&ledger.site_root)?;
+            let history = History::read(&ledger)?;
+            let states = examine(&site, Some((&ledger, &history)), false);
+            if let Some(report) = unexplained_report(&states, &ledger.dir, true) {
+                print!("{report}");
+                fault::report();
+                return Ok(exit::FINDINGS);
+            }
+            println!("nothing to revert: no transaction is in effect")
+        }
         Outcome::Reverted {
             txn,
             reverted,
@@ -134,6 +157,13 @@ struct Status {
     /// Objects the transactions in effect need (or, with --fsck, any object) that cannot be
     /// read back or do not match their id.
     damaged: Vec<String>,
+    /// Files compared with their distribution's RECORD that are not simply as pip installed
+    /// them (patched by gatefix, reinstalled, changed by someone else, unreadable).
+    site_files: Vec<FileState>,
+    /// How many files were compared with RECORD.
+    files_checked: usize,
+    /// Commands that restore pip's bytes for the files no transaction explains.
+    way_back: Vec<String>,
     /// With --fsck: how many objects were checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     objects_checked: Option<usize>,
@@ -149,32 +179,32 @@ struct Drift {
 pub fn status(args: StatusArgs) -> Result<i32> {
     let root = args.site.site_root()?;
     let dir = args.site.ledger_dir(&root)?;
+    let site = Site::open(&root)?;
     let Some(ledger) = Ledger::open(&dir, &root)? else {
+        let states = examine(&site, None, args.all);
+        let mut status = empty_status(&root, &dir);
+        fill_site_files(&mut status, states);
         match args.format {
-            Format::Json => {
-                // The same document as with a ledger, so tools need not special-case it.
-                let empty = Status {
-                    site: root.display().to_string(),
-                    ledger: dir.display().to_string(),
-                    interrupted: None,
-                    applied: Vec::new(),
-                    unverified: Vec::new(),
-                    drifted: Vec::new(),
-                    leftover_temp_files: Vec::new(),
-                    damaged: Vec::new(),
-                    objects_checked: None,
-                };
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&empty).expect("status serialises")
-                );
-            }
-            Format::Human => println!("no gatefix transactions: no ledger at {}", dir.display()),
+            // The same document as with a ledger, so tools need not special-case it.
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string_pretty(&status).expect("status serialises")
+            ),
+            Format::Human => match unexplained_report(&status.site_files, &dir, false) {
+                Some(report) => print!("site   {}\n{report}", root.display()),
+                None => println!("no gatefix transactions: no ledger at {}", dir.display()),
+            },
         }
-        return Ok(exit::OK);
+        return Ok(if status.way_back.is_empty() && !has_unexplained(&status) {
+            exit::OK
+        } else {
+            exit::FINDINGS
+        });
     };
     let history = History::read(&ledger)?;
     let mut status = collect_status(&ledger, &history)?;
+    let states = examine(&site, Some((&ledger, &history)), args.all);
+    fill_site_files(&mut status, states);
     if args.fsck {
         let (checked, problems) = ledger.fsck();
         status.objects_checked = Some(checked);
@@ -190,7 +220,12 @@ pub fn status(args: StatusArgs) -> Result<i32> {
             "{}",
             serde_json::to_string_pretty(&status).expect("status serialises")
         ),
-        Format::Human => print!("{}", human_status(&status)),
+        Format::Human => {
+            print!("{}", human_status(&status));
+            if let Some(report) = unexplained_report(&status.site_files, &ledger.dir, true) {
+                print!("{report}");
+            }
+        }
     }
     if !status.damaged.is_empty() {
         eprintln!(
@@ -200,7 +235,108 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         );
         return Ok(exit::USAGE);
     }
+    if has_unexplained(&status) {
+        return Ok(exit::FINDINGS);
+    }
     Ok(exit::OK)
+}
+
+fn empty_status(root: &std::path::Path, dir: &std::path::Path) -> Status {
+    Status {
+        site: root.display().to_string(),
+        ledger: dir.display().to_string(),
+        interrupted: None,
+        applied: Vec::new(),
+        unverified: Vec::new(),
+        drifted: Vec::new(),
+        leftover_temp_files: Vec::new(),
+        damaged: Vec::new(),
+        site_files: Vec::new(),
+        files_checked: 0,
+        way_back: Vec::new(),
+        objects_checked: None,
+    }
+}
+
+fn has_unexplained(status: &Status) -> bool {
+    status
+        .site_files
+        .iter()
+        .any(|s| s.state == State::NotByGatefix)
+}
+
+fn fill_site_files(status: &mut Status, states: Vec<FileState>) {
+    status.files_checked = states.len();
+    status.way_back = witness::way_back(&states);
+    status.site_files = states
+        .into_iter()
+        .filter(|s| witness::describe(s).is_some())
+        .collect();
+}
+
+/// The files to compare with RECORD: every file the ledger names, every file a shipped patch
+/// for an installed distribution edits, and with `all` every file of every RECORD.
+fn examine(site: &Site, ledger: Option<(&Ledger, &History)>, all: bool) -> Vec<FileState> {
+    let witness = Witness::new(site);
+    let mut files: Vec<String> = if all { witness.all_files() } else { Vec::new() };
+    if let Some((_, history)) = ledger {
+        files.extend(history.records.iter().flat_map(|r| r.files.iter().cloned()));
+    }
+    if let Ok(patches) = PatchSet::load(None) {
+        let installed: Vec<&str> = site.distributions.iter().map(|d| d.name.as_str()).collect();
+        files.extend(
+            patches
+                .patches
+                .iter()
+                .filter(|p| installed.iter().any(|d| same_dist(d, &p.dist)))
+                .flat_map(|p| p.edits.iter().map(|e| e.file.clone())),
+        );
+    }
+    witness.examine(ledger, &files)
+}
+
+/// Distribution names compare as PEP 503 normalises them.
+fn same_dist(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");
+    norm(a) == norm(b)
+}
+
+/// For files no transaction explains: what they are, and the way back.
+fn unexplained_report(
+    states: &[FileState],
+    dir: &std::path::Path,
+    has_ledger: bool,
+) -> Option<String> {
+    let foreign: Vec<&FileState> = states
+        .iter()
+        .filter(|s| s.state == State::NotByGatefix)
+        .collect();
+    if foreign.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    if !has_ledger {
+        let _ = writeln!(
+            out,
+            "no ledger at {}, but the site is patched:",
+            dir.display()
+        );
+    }
+    for s in &foreign {
+        if let Some(line) = witness::describe(s) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "the ledger that explains these files was expected at {}; if it is elsewhere, name it with --ledger DIR \
+         (or $GATEFIX_LEDGER). To put back the bytes pip installed:",
+        dir.display()
+    );
+    for command in witness::way_back(states) {
+        let _ = writeln!(out, "  {command}");
+    }
+    Some(out)
 }
 
 /// Every object the transactions in effect (and an interrupted one) need to be undone: their
@@ -302,6 +438,9 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
         drifted,
         leftover_temp_files: leftover,
         damaged,
+        site_files: Vec::new(),
+        files_checked: 0,
+        way_back: Vec::new(),
         objects_checked: None,
     })
 }
@@ -337,6 +476,15 @@ fn human_status(status: &Status) -> String {
     }
     for d in &status.drifted {
         let _ = writeln!(out, "DRIFT: {} (transaction {}): {}", d.file, d.txn, d.why);
+    }
+    for f in status
+        .site_files
+        .iter()
+        .filter(|f| f.state != State::NotByGatefix)
+    {
+        if let Some(line) = witness::describe(f) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     for d in &status.damaged {
         let _ = writeln!(out, "DAMAGED: {d}");

@@ -18,6 +18,7 @@ pub mod objects;
 pub mod place;
 pub mod revert;
 pub mod txn;
+pub mod witness;
 
 use std::path::{Path, PathBuf};
 

@@ -82,6 +82,7 @@ impl Meta {
 pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
     if meta.kind == Kind::Apply {
         refuse_hidden_transactions(ledger)?;
+        refuse_unexplained(ledger, changes)?;
     }
     super::place::record(&ledger.site_root, &ledger.dir)?;
     let history = History::read(ledger)?;
@@ -169,6 +170,36 @@ fn refuse_hidden_transactions(ledger: &Ledger) -> Result<()> {
         live.join(", "),
         other.display(),
         other.display()
+    )))
+}
+
+/// A new transaction may only stack on files that are as pip installed them (RECORD) or
+/// exactly as a transaction in effect left them: anything else was changed by someone the
+/// ledger knows nothing of, and reverting would not get back to pip's bytes.
+fn refuse_unexplained(ledger: &Ledger, changes: &[Change]) -> Result<()> {
+    let site = crate::site::Site::open(&ledger.site_root)?;
+    let history = History::read(ledger)?;
+    let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let states = super::witness::Witness::new(&site).examine(Some((ledger, &history)), &files);
+    let foreign: Vec<&super::witness::FileState> = states
+        .iter()
+        .filter(|s| s.state == super::witness::State::NotByGatefix)
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = foreign
+        .iter()
+        .map(|s| format!("{} ({})", s.file, s.dist.as_deref().unwrap_or("?")))
+        .collect();
+    let commands = super::witness::way_back(&states);
+    Err(Error::refused(format!(
+        "{} differ(s) from what pip installed (RECORD), and no transaction in the ledger {} explains it \
+         (a hand edit, another tool, or a ledger elsewhere: name it with --ledger); nothing was written. \
+         To start from pip's bytes: {}",
+        names.join(", "),
+        ledger.dir.display(),
+        commands.join("; ")
     )))
 }
 
