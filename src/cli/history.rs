@@ -47,7 +47,7 @@ pub struct LogArgs {
 }
 
 fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
-    let root = site.site_root()?;
+    let root = site.announced_site_root()?;
     let dir = site.ledger_dir(&root);
     let ledger = Ledger::open(&dir, &root)?;
     Ok((dir, ledger))
@@ -137,7 +137,7 @@ struct Drift {
 }
 
 pub fn status(args: StatusArgs) -> Result<i32> {
-    let root = args.site.site_root()?;
+    let root = args.site.announced_site_root()?;
     let dir = args.site.ledger_dir(&root);
     let Some(ledger) = Ledger::open(&dir, &root)? else {
         match args.format {
@@ -169,6 +169,10 @@ pub fn status(args: StatusArgs) -> Result<i32> {
             serde_json::to_string_pretty(&status).expect("status serialises")
         ),
         Format::Human => print!("{}", human_status(&status)),
+    }
+    // Something a person must act on: exit 1, as audit does for a finding.
+    if status.interrupted.is_some() || !status.drifted.is_empty() {
+        return Ok(exit::FINDINGS);
     }
     Ok(exit::OK)
 }
