@@ -4,6 +4,7 @@ pub mod apply;
 pub mod audit;
 pub mod history;
 pub mod kernels;
+pub mod progress;
 pub mod rules_check;
 
 use std::path::PathBuf;
