@@ -81,10 +81,10 @@ fn device_guards_per_target() {
             ("trap", "N P P P Y P"),
             ("unknown", "N U U U U U"),
             ("defined", "N Y Y Y Y Y"),
-            ("parts", "Y Y Y Y Y Y"),
+            ("parts", "P Y Y Y Y Y"),
             ("icheck", "Y Y Y Y Y Y"),
             ("missing_sources", "U U U U U U"),
-            ("named_list", "Y Y Y Y P P"),
+            ("named_list", "P Y Y Y P P"),
         ],
     );
 }
@@ -150,6 +150,29 @@ fn evidence_names_the_guard_the_kernel_and_what_is_removed() {
         "flashinfer/data/csrc/trap.cu:6 `only_sm120_kernel` (flashinfer/data/csrc/trap.cu:2) traps \
          at sm_121 (asm trap / __trap)"
     );
+    let parts90 = layered(&index, &site, "parts", Arch::new(9, 0));
+    let l3 = parts90
+        .layers
+        .iter()
+        .find(|l| l.layer == Layer::L3)
+        .unwrap();
+    assert_eq!(
+        l3.evidence,
+        [
+            "flashinfer/data/csrc/parts.cu:15 `cluster_kernel` (flashinfer/data/csrc/parts.cu:14) \
+          traps at sm_90 (asm trap / __trap)"
+        ]
+    );
+    let throw = layered(&index, &site, "if_throw", Arch::new(10, 0));
+    let l4 = throw.layers.iter().find(|l| l.layer == Layer::L4).unwrap();
+    assert_eq!(l4.verdict, Verdict::Yes);
+    assert_eq!(
+        l4.evidence,
+        [
+            "flashinfer/data/csrc/if_throw.cu:12 `TVM_FFI_ICHECK_EQ(major, 9)` fails at sm_100 on the \
+          path where `(use_fancy_mode())` holds (that path only)"
+        ]
+    );
     let eq = layered(&index, &site, "icheck_eq", sm120);
     let l4 = eq.layers.iter().find(|l| l.layer == Layer::L4).unwrap();
     assert_eq!(
@@ -211,5 +234,128 @@ fn the_toolchain_decides_when_given() {
             "{evidence:?}"
         ),
         other => panic!("{other:?}"),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Hostile input: the preprocessor evaluator and the C++ reader never panic and never loop.
+// ------------------------------------------------------------------------------------------
+
+mod hostile {
+    use std::time::{Duration, Instant};
+
+    use gatefix::arch::{Arch, Variant};
+    use gatefix::kernel::cpp;
+    use gatefix::kernel::layers::{FileFacts, LayerRules};
+    use gatefix::kernel::preproc::{self, Env};
+    use proptest::prelude::*;
+
+    fn envs() -> Vec<Env> {
+        vec![
+            Env::device(Arch::new(12, 0), Some(Variant::F), Some((12, 9))),
+            Env::device(Arch::new(10, 0), None, None),
+            Env::host(None),
+        ]
+    }
+
+    /// Fragments that real sources are made of, to reach deep paths more often than bytes.
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("#if __CUDA_ARCH__ >= 900\n".to_string()),
+            Just("#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 1200))\n".to_string()),
+            Just("#ifdef __CUDA_ARCH_FEAT_SM100_ALL\n".to_string()),
+            Just("#ifndef X\n#define X\n".to_string()),
+            Just("#elif defined(Y) || !defined(Z)\n".to_string()),
+            Just("#else\n".to_string()),
+            Just("#endif\n".to_string()),
+            Just("#define N 3 \\\n  + 4\n".to_string()),
+            Just("#include \"a/b.cuh\"\n".to_string()),
+            Just("__global__ void k(int* p) {\n".to_string()),
+            Just("template <int N> __global__ void __launch_bounds__(128) t(".to_string()),
+            Just("  asm(\"trap;\");\n".to_string()),
+            Just("  cudaGridDependencySynchronize();\n".to_string()),
+            Just("}\n".to_string()),
+            Just("{".to_string()),
+            Just("(".to_string()),
+            Just(")".to_string()),
+            Just("/* ".to_string()),
+            Just("\"".to_string()),
+            Just("TVM_FFI_ICHECK_EQ(major, 10) << \"x\";\n".to_string()),
+            Just("if (sm < 90) throw std::runtime_error(\"old\");\n".to_string()),
+            Just("FLASHINFER_CHECK(mSM == kSM_100 || (".to_string()),
+            Just("k<<<1, 2>>>(p);\n".to_string()),
+            "[ -~]{0,12}".prop_map(String::from),
+        ]
+    }
+
+    fn exercise(text: &str) {
+        let rules = LayerRules::embedded();
+        for env in envs() {
+            let _ = preproc::truth(text, &env);
+        }
+        let code = cpp::blank(text);
+        assert_eq!(code.len(), text.len());
+        let (dirs, lines) = preproc::directives(&code);
+        for env in envs() {
+            let live = preproc::liveness(&dirs, lines, &env);
+            assert_eq!(live.lines.len(), lines as usize);
+        }
+        for kernel in cpp::kernels(&code) {
+            assert!(kernel.body.0 <= kernel.body.1 && kernel.body.1 <= code.len());
+            assert!(kernel.line <= kernel.open_line && kernel.open_line <= kernel.close_line);
+        }
+        let _ = cpp::includes(text, &dirs);
+        let _ = cpp::calls_in(&code);
+        let _ = FileFacts::from_text("x.cu", text, rules);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            exercise(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn arbitrary_conditions(text in "[ -~]{0,200}") {
+            for env in envs() {
+                let _ = preproc::eval(&text, &env);
+            }
+        }
+
+        #[test]
+        fn shaped_sources(parts in proptest::collection::vec(fragment(), 0..80)) {
+            exercise(&parts.concat());
+        }
+    }
+
+    #[test]
+    fn deep_nesting_ends_quickly() {
+        let start = Instant::now();
+        let n = 100_000;
+        let parens = format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(
+            preproc::truth(&parens, &Env::host(None)),
+            preproc::Tri::Unknown,
+            "deeper than the limit is unknown"
+        );
+        let nested = format!(
+            "__global__ void k() {{\n{}x();\n{}}}\n",
+            "#if __CUDA_ARCH__ >= 900\n".repeat(n),
+            "#endif\n".repeat(n)
+        );
+        exercise(&nested);
+        let braces = format!("void f() {}{}", "{".repeat(n), "}".repeat(n));
+        exercise(&braces);
+        let hits = "__global__ void k(".repeat(20_000);
+        exercise(&hits);
+        let checks = "TVM_FFI_ICHECK(".repeat(20_000) + " major";
+        exercise(&checks);
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 }

@@ -90,10 +90,9 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
         // The name is the identifier before the first `(` at template depth 0.
         let mut i = from;
         let mut angle = 0i32;
-        while i < bytes.len()
-            && !(bytes[i] == b'(' && angle <= 0)
-            && bytes[i] != b';'
-            && bytes[i] != b'{'
+        // A declaration head is short; a hostile file must not make every hit scan far.
+        let limit = bytes.len().min(from + 4096);
+        while i < limit && !(bytes[i] == b'(' && angle <= 0) && bytes[i] != b';' && bytes[i] != b'{'
         {
             match bytes[i] {
                 b'<' => angle += 1,
@@ -118,7 +117,7 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
             let word = &code[name_start..name_end];
             if word.len() > 4 && word.starts_with("__") && word.ends_with("__") {
                 let Some(close) = matching(bytes, i, b'(', b')') else {
-                    break;
+                    return out;
                 };
                 i = close + 1;
                 while i < bytes.len() && bytes[i] != b'(' && bytes[i] != b';' && bytes[i] != b'{' {
@@ -132,12 +131,14 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
         if name.is_empty() || bytes.get(i) != Some(&b'(') {
             continue;
         }
+        // Unbalanced to the end of the file: no later list can close either.
         let Some(close_paren) = matching(bytes, i, b'(', b')') else {
-            continue;
+            break;
         };
         // Between `)` and the body: qualifiers, `__launch_bounds__(...)`, a trailing return.
         let mut j = close_paren + 1;
-        while j < bytes.len() && bytes[j] != b'{' && bytes[j] != b';' {
+        let limit = bytes.len().min(close_paren + 4096);
+        while j < limit && bytes[j] != b'{' && bytes[j] != b';' {
             if bytes[j] == b'(' {
                 j = matching(bytes, j, b'(', b')').unwrap_or(bytes.len());
             }
@@ -146,15 +147,26 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
         if bytes.get(j) != Some(&b'{') {
             continue;
         }
-        let close = matching(bytes, j, b'{', b'}').unwrap_or(bytes.len());
+        let Some(close) = matching(bytes, j, b'{', b'}') else {
+            // Unbalanced to the end of the file: the body runs to it, and nothing after it
+            // can be another kernel's (this also keeps hostile input linear).
+            out.push(KernelDef {
+                name,
+                line: line_of(code, at),
+                open_line: line_of(code, j),
+                close_line: line_of(code, bytes.len()),
+                body: (j + 1, bytes.len()),
+            });
+            break;
+        };
         out.push(KernelDef {
             name,
             line: line_of(code, at),
             open_line: line_of(code, j),
             close_line: line_of(code, close),
-            body: (j + 1, close.min(bytes.len())),
+            body: (j + 1, close),
         });
-        from = from.max(j + 1);
+        from = from.max(close + 1);
     }
     out
 }
@@ -247,7 +259,8 @@ pub fn calls_in(code: &str) -> Vec<String> {
     out
 }
 
-/// `asm("trap;")` (the string is blanked, so it is read from the original) or `__trap()`.
+/// `asm("trap;")` (the string is blanked, so it is read from the original), `__trap()`, or
+/// `assert(false ...)`.
 pub fn is_trap(original_line: &str) -> bool {
     let compact: String = original_line
         .chars()
@@ -257,6 +270,8 @@ pub fn is_trap(original_line: &str) -> bool {
         || compact.contains("asm(\"trap;\")")
         || compact.contains("asmvolatile(\"trap;\")")
         || compact.contains("__builtin_trap()")
+        // A stub that asserts: it traps in a debug build and is empty under -DNDEBUG.
+        || compact.contains("assert(false")
 }
 
 // ------------------------------------------------------------------------------------------
@@ -293,6 +308,8 @@ pub struct Check {
     /// Conditions of the enclosing `if`s (negated for an `else` branch): the check runs only
     /// when they hold.
     pub context: Vec<CExpr>,
+    /// The same conditions as written (`!(...)` for an `else` branch).
+    pub context_text: Vec<String>,
 }
 
 /// How a check macro reads its arguments.
@@ -396,6 +413,7 @@ fn macro_check(node: Node, src: &[u8], macros: &[(String, CheckShape)]) -> Optio
         must_hold,
         text: first_line(node_text(node, src)),
         context: Vec::new(),
+        context_text: Vec::new(),
     })
 }
 
@@ -428,6 +446,7 @@ fn if_throw(node: Node, src: &[u8]) -> Option<Check> {
         must_hold: CExpr::Not(Box::new(cond)),
         text: first_line(node_text(node, src)),
         context: Vec::new(),
+        context_text: Vec::new(),
     })
 }
 
@@ -444,10 +463,12 @@ fn fill_contexts(tree: &tree_sitter::Tree, src: &[u8], checks: &mut [Check]) {
         // Walk to the statement node on that line, then up through its ancestors.
         let mut steps = 0;
         let mut context = Vec::new();
+        let mut texts = Vec::new();
         let mut child = node;
         while let Some(parent) = node.parent() {
             steps += 1;
-            if steps > 10_000 {
+            // Real checks sit a few dozen nodes deep; hostile nesting must stay linear.
+            if steps > 256 {
                 break;
             }
             if parent.kind() == "if_statement" {
@@ -460,18 +481,21 @@ fn fill_contexts(tree: &tree_sitter::Tree, src: &[u8], checks: &mut [Check]) {
                     .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
                 if let Some(condition) = condition {
                     let cond = lower(condition, src, 0);
+                    let text = first_line(node_text(condition, src));
                     if in_consequence && parent.start_position().row as u32 + 1 != check.line {
                         context.push(cond);
+                        texts.push(text);
                     } else if in_alternative {
                         context.push(CExpr::Not(Box::new(cond)));
+                        texts.push(format!("!{text}"));
                     }
                 }
             }
             child = node;
             node = parent;
         }
-        let _ = child;
         check.context = context;
+        check.context_text = texts;
     }
 }
 

@@ -712,6 +712,11 @@ pub fn device_layer(
         }
         let live = preproc::liveness(&file.directives, file.line_count, &env);
         for kernel in &file.kernels {
+            // A definition on a dead branch is not this target's kernel: another branch
+            // defines it (`#if __CUDA_ARCH__ >= 900 ... #else <stub> #endif`).
+            if live.at(kernel.def.line) == Tri::No {
+                continue;
+            }
             total += 1;
             let at = format!("{}:{}", file.path, kernel.def.line);
             let state = kernel_state(kernel, &live);
@@ -924,6 +929,7 @@ pub fn host_layer(
     env.define_flags(sources.set.defines.iter().map(String::as_str));
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
+    let mut notes = Vec::new();
     let mut passes = 0usize;
     for file in &sources.files {
         if file.checks.is_empty() {
@@ -944,9 +950,20 @@ pub fn host_layer(
             }
             let holds = Tri::of(value(&check.must_hold, target, rules));
             let at = format!("{}:{} `{}`", file.path, check.line, check.text);
-            match (holds, context) {
-                (Tri::Yes, _) => passes += 1,
-                (Tri::No, Tri::Yes) => fails.push(format!(
+            // Under an `if` on something else (a mode, a dtype), a failing check closes that
+            // path only: reported, not deciding.
+            let path = check
+                .context
+                .iter()
+                .zip(&check.context_text)
+                .find(|(c, _)| !mentions_sm(c, rules))
+                .map(|(_, text)| text.clone());
+            match (holds, context, path) {
+                (Tri::Yes, _, _) => passes += 1,
+                (Tri::No, Tri::Yes, Some(path)) => notes.push(format!(
+                    "{at} fails at {target} on the path where `{path}` holds (that path only)"
+                )),
+                (Tri::No, Tri::Yes, None) => fails.push(format!(
                     "{at} fails at {target} ({}): the launcher raises after a successful build",
                     sm_values(target)
                 )),
@@ -984,6 +1001,7 @@ pub fn host_layer(
     let mut answer = LayerAnswer::new(Layer::L4, verdict, summary);
     answer.evidence.extend(fails);
     answer.evidence.extend(unknown);
+    answer.evidence.extend(notes);
     answer
 }
 

@@ -538,6 +538,7 @@ pub struct Liveness {
 pub fn liveness(dirs: &[Directive], line_count: u32, env: &Env) -> Liveness {
     struct Frame {
         parent: Tri,
+        parent_guard: Option<u32>,
         taken: Tri,
         current: Tri,
         directive: u32,
@@ -547,17 +548,15 @@ pub fn liveness(dirs: &[Directive], line_count: u32, env: &Env) -> Liveness {
     let mut lines = vec![Tri::Yes; line_count as usize];
     let mut guard = vec![None; line_count as usize];
     let mut next_line = 1u32;
-    let state = |stack: &Vec<Frame>| {
-        let live = stack.last().map_or(Tri::Yes, |f| f.current);
-        let guard = stack
-            .iter()
-            .rev()
-            .find(|f| f.current != Tri::Yes)
-            .map(|f| f.directive);
-        (live, guard)
+    // The top frame alone answers, in constant time (hostile input nests deeply).
+    let state = |stack: &Vec<Frame>| match stack.last() {
+        None => (Tri::Yes, None),
+        Some(f) if f.current != Tri::Yes => (f.current, Some(f.directive)),
+        Some(f) => (f.current, f.parent_guard),
     };
     for (index, dir) in dirs.iter().enumerate() {
-        let (live, g) = state(&stack);
+        let (live, parent_guard) = state(&stack);
+        let g = parent_guard;
         for line in next_line..dir.line.min(line_count + 1) {
             lines[line as usize - 1] = live;
             guard[line as usize - 1] = g;
@@ -585,6 +584,7 @@ pub fn liveness(dirs: &[Directive], line_count: u32, env: &Env) -> Liveness {
                 };
                 stack.push(Frame {
                     parent: live,
+                    parent_guard,
                     taken: value,
                     current: live.and(value),
                     directive: index,
