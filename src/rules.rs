@@ -29,6 +29,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../rules/flashinfer.toml"),
     ),
     ("rules/links.toml", include_str!("../rules/links.toml")),
+    ("rules/kernels.toml", include_str!("../rules/kernels.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -46,6 +47,9 @@ struct RuleFile {
     link: Vec<LinkToml>,
     #[serde(default)]
     backend: Vec<BackendToml>,
+    /// `[kernel_layers]`: see `kernel::layers`.
+    #[serde(default)]
+    kernel_layers: Option<crate::kernel::layers::LayerRuleFile>,
 }
 
 /// `needs = { jit = ... }` and friends, as in patch files' `kernel`.
@@ -213,6 +217,7 @@ pub struct Rules {
     pub probe_tables: HashMap<String, ProbeTable>,
     pub links: Vec<LinkRule>,
     pub backends: Vec<BackendRule>,
+    pub kernel_layers: crate::kernel::layers::LayerRules,
     pub files: Vec<PathBuf>,
 }
 
@@ -335,6 +340,11 @@ impl Rules {
                 why: backend.why,
                 source: path.to_path_buf(),
             });
+        }
+        if let Some(layers) = file.kernel_layers {
+            self.kernel_layers
+                .add(layers)
+                .map_err(|m| needs_error("[kernel_layers]", m))?;
         }
         self.files.push(path.to_path_buf());
         Ok(())
