@@ -207,6 +207,11 @@ fn verdict(
     let links = match &link.outcome {
         LinkOutcome::NotLinked(why) => {
             evidence.push(format!("no kernel link: {why}"));
+            // The kind of the first stop, in one word a script can count.
+            evidence.push(format!(
+                "stop: {}",
+                link.stop.as_deref().unwrap_or("not-followed")
+            ));
             return Verdict {
                 kind: VerdictKind::Unverified,
                 evidence,
