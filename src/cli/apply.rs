@@ -74,12 +74,12 @@ pub struct ApplyArgs {
 }
 
 pub fn run(args: ApplyArgs) -> Result<i32> {
-    let root = args.site.site_root()?;
+    let root = args.site.announced_site_root()?;
     let site = Site::open(&root)?;
     let patches = PatchSet::load(args.patch_dir.as_deref())?;
     let rules = Rules::load(args.rules.as_deref())?;
     let selected = select(&patches, &args.patches)?;
-    let ledger_dir = args.site.ledger_dir(&site.root);
+    let ledger_dir = args.site.ledger_dir(&site.root)?;
 
     // The lock is held from before the plan is made until the transaction is recorded, so
     // no other gatefix can change the site between the two.

@@ -4,6 +4,7 @@ pub mod apply;
 pub mod audit;
 pub mod history;
 pub mod kernels;
+pub mod progress;
 pub mod rules_check;
 
 use std::path::PathBuf;
@@ -24,6 +25,10 @@ use crate::error::Result;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Accept a target outside the list of known architectures (for hardware newer than
+    /// this gatefix).
+    #[arg(long, global = true)]
+    pub allow_unknown_arch: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -56,8 +61,9 @@ pub struct WriteSiteArgs {
     /// A Python interpreter whose purelib is the site (asked with `-I`, nothing imported).
     #[arg(long, value_name = "EXE")]
     pub python: Option<PathBuf>,
-    /// The ledger (a bare git repository); default <venv>/.gatefix/ledger.git, or
-    /// <site>/.gatefix/ledger.git outside a venv.
+    /// The ledger (a bare git repository); default $GATEFIX_LEDGER, else the one recorded
+    /// by an earlier --ledger, else <venv>/.gatefix/ledger.git (<site>/.gatefix/ledger.git
+    /// outside a venv). Never / , the site or a folder inside it, or a busy folder.
     #[arg(long, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 }
@@ -72,8 +78,21 @@ impl WriteSiteArgs {
         }
     }
 
-    pub fn ledger_dir(&self, site_root: &std::path::Path) -> PathBuf {
-        crate::ledger::location(site_root, self.ledger.as_deref())
+    pub fn ledger_dir(&self, site_root: &std::path::Path) -> Result<PathBuf> {
+        crate::ledger::place::resolve(site_root, self.ledger.as_deref()).map(|(dir, _)| dir)
+    }
+
+    /// [`site_root`](Self::site_root), and says on stderr which site and ledger the command
+    /// uses (its first line), so a default choice never goes unnamed.
+    pub fn announced_site_root(&self) -> Result<PathBuf> {
+        let root = self.site_root()?;
+        let ledger = self.ledger_dir(&root)?;
+        eprintln!(
+            "gatefix: site {}, ledger {}",
+            root.display(),
+            ledger.display()
+        );
+        Ok(root)
     }
 }
 
@@ -116,7 +135,19 @@ pub enum AuditFormat {
     Github,
 }
 
+/// The targets a command was given, for the known-architecture check.
+fn targets(command: &Command) -> Vec<Arch> {
+    match command {
+        Command::Audit(args) => args.targets.targets.clone(),
+        Command::Kernels(args) => args.targets.clone(),
+        Command::Apply(args) => vec![args.target],
+        Command::Revert(_) | Command::Status(_) | Command::Log(_) | Command::Rules(_) => Vec::new(),
+    }
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
+    crate::arch::check_known(&targets(&cli.command), cli.allow_unknown_arch)
+        .map_err(|e| crate::error::Error::input(e.to_string()))?;
     match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::Kernels(args) => kernels::run(args),
