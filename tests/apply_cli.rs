@@ -488,14 +488,16 @@ fn an_explicit_ledger_folder_is_used_by_every_command() {
     );
     assert!(ledger.join("HEAD").is_file());
     assert!(
-        !root.join(".gatefix").exists(),
-        "nothing at the default place"
+        !root.join(".gatefix/ledger.git").exists(),
+        "no ledger at the default place, only the pointer to this one"
     );
     let status = stdout(&command("status", &root, &["--ledger", ledger_arg]));
     assert!(status.contains("transaction 1: apply sm_120"), "{status}");
+    // Without the flag, the pointer the apply recorded leads to the same ledger.
     let default_status = stdout(&command("status", &root, &[]));
     assert!(
-        default_status.contains("no gatefix transactions"),
+        default_status.contains("transaction 1: apply sm_120")
+            && default_status.contains(ledger_arg),
         "{default_status}"
     );
     assert_eq!(

@@ -49,7 +49,7 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
     let patches = PatchSet::load(args.patch_dir.as_deref())?;
     let rules = Rules::load(args.rules.as_deref())?;
     let selected = select(&patches, &args.patches)?;
-    let ledger_dir = args.site.ledger_dir(&site.root);
+    let ledger_dir = args.site.ledger_dir(&site.root)?;
 
     // The lock is held from before the plan is made until the transaction is recorded, so
     // no other gatefix can change the site between the two.

@@ -74,8 +74,9 @@ pub struct WriteSiteArgs {
     /// A Python interpreter whose purelib is the site (asked with `-I`, nothing imported).
     #[arg(long, value_name = "EXE")]
     pub python: Option<PathBuf>,
-    /// The ledger (a bare git repository); default <venv>/.gatefix/ledger.git, or
-    /// <site>/.gatefix/ledger.git outside a venv.
+    /// The ledger (a bare git repository); default $GATEFIX_LEDGER, else the one recorded
+    /// by an earlier --ledger, else <venv>/.gatefix/ledger.git (<site>/.gatefix/ledger.git
+    /// outside a venv). Never / , the site or a folder inside it, or a busy folder.
     #[arg(long, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 }
@@ -90,18 +91,19 @@ impl WriteSiteArgs {
         }
     }
 
-    pub fn ledger_dir(&self, site_root: &std::path::Path) -> PathBuf {
-        crate::ledger::location(site_root, self.ledger.as_deref())
+    pub fn ledger_dir(&self, site_root: &std::path::Path) -> Result<PathBuf> {
+        crate::ledger::place::resolve(site_root, self.ledger.as_deref()).map(|(dir, _)| dir)
     }
 
     /// [`site_root`](Self::site_root), and says on stderr which site and ledger the command
     /// uses (its first line), so a default choice never goes unnamed.
     pub fn announced_site_root(&self) -> Result<PathBuf> {
         let root = self.site_root()?;
+        let ledger = self.ledger_dir(&root)?;
         eprintln!(
             "gatefix: site {}, ledger {}",
             root.display(),
-            self.ledger_dir(&root).display()
+            ledger.display()
         );
         Ok(root)
     }

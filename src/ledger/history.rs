@@ -92,9 +92,9 @@ impl History {
     }
 
     /// A warning for any command that reads the site: an interrupted transaction, if the
-    /// site has a ledger at the default place and it shows one.
+    /// site's ledger (`$GATEFIX_LEDGER`, the recorded one, or the default) shows one.
     pub fn interrupted_warning(site_root: &std::path::Path) -> Option<String> {
-        let dir = super::location(site_root, None);
+        let (dir, _) = super::place::resolve(site_root, None).ok()?;
         let ledger = Ledger::open(&dir, site_root).ok()??;
         let history = History::read(&ledger).ok()?;
         let record = history.interrupted()?;
@@ -137,6 +137,15 @@ impl History {
             .filter(|r| r.phase == Phase::Done && r.kind == Kind::Apply)
             .filter(|r| !reverted.contains(&r.txn))
             .collect()
+    }
+
+    /// The transaction whose bytes `main` holds for `file` (the last record naming it).
+    pub fn last_writer(&self, file: &str) -> u32 {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.files.iter().any(|f| f == file))
+            .map_or(0, |r| r.txn)
     }
 
     pub fn record(&self, txn: u32, phase: Phase) -> Option<&Record> {

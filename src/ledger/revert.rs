@@ -64,7 +64,10 @@ pub fn revert(ledger: &Ledger, which: Which, force: bool) -> Result<Outcome> {
             already_original.push(file.clone());
             continue;
         }
-        if ledger.blob(&head, file).as_ref() != Some(&current) {
+        let last = ledger.blob(&head, file).map_err(|e| {
+            ledger.damaged(history.last_writer(file), "last written bytes", file, &e)
+        })?;
+        if last.as_ref() != Some(&current) {
             drift.push((file.clone(), current.clone()));
         }
         changes.push(Change {
@@ -115,13 +118,18 @@ fn restore_targets(
             .find_commit(begin.oid)
             .map_err(|e| ledger.err("cannot read commit", e))?;
         for file in &record.files {
-            let bytes = ledger.blob(&commit, file).ok_or_else(|| {
-                Error::refused(format!(
-                    "ledger {}: transaction {} holds no pre-image of {file}",
-                    ledger.dir.display(),
-                    record.txn
-                ))
-            })?;
+            let bytes = ledger
+                .blob(&commit, file)
+                .map_err(|e| ledger.damaged(record.txn, "pre-image", file, &e))?
+                .ok_or_else(|| {
+                    Error::input(format!(
+                        "ledger {}: transaction {} names {file}, but its begin commit {} has no \
+                         entry for it (the ledger was edited by hand?); nothing was written",
+                        ledger.dir.display(),
+                        record.txn,
+                        begin.oid
+                    ))
+                })?;
             targets.insert(file.clone(), bytes); // newest first: the oldest pre-image wins
         }
     }
