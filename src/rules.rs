@@ -36,6 +36,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "rules/parameters.toml",
         include_str!("../rules/parameters.toml"),
     ),
+    ("rules/kernels.toml", include_str!("../rules/kernels.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -55,6 +56,9 @@ struct RuleFile {
     backend: Vec<BackendToml>,
     #[serde(default)]
     parameter: Vec<ParameterRule>,
+    /// `[kernel_layers]`: see `kernel::layers`.
+    #[serde(default)]
+    kernel_layers: Option<crate::kernel::layers::LayerRuleFile>,
 }
 
 /// What an assumed parameter holds.
@@ -253,6 +257,7 @@ pub struct Rules {
     pub links: Vec<LinkRule>,
     pub backends: Vec<BackendRule>,
     pub parameters: Vec<ParameterRule>,
+    pub kernel_layers: crate::kernel::layers::LayerRules,
     pub files: Vec<PathBuf>,
 }
 
@@ -390,6 +395,11 @@ impl Rules {
                 source: path.to_path_buf(),
             });
         }
+        if let Some(layers) = file.kernel_layers {
+            self.kernel_layers
+                .add(layers)
+                .map_err(|m| needs_error("[kernel_layers]", m))?;
+        }
         self.files.push(path.to_path_buf());
         Ok(())
     }
@@ -461,6 +471,15 @@ pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
+    if files.is_empty() {
+        // Running with no rules (or patches) at all would look like a clean result.
+        return Err(Error::Input {
+            message: format!(
+                "{}: no *.toml files in this folder; name a folder of rule or patch files, or leave the option out for the embedded ones",
+                dir.display()
+            ),
+        });
+    }
     files.sort();
     Ok(files)
 }

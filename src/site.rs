@@ -1,5 +1,6 @@
-//! Finding the site-packages tree (a path, a venv, `$VIRTUAL_ENV`, `./.venv`, or `python3`'s
-//! purelib) and reading its distributions from `*.dist-info` (METADATA, RECORD).
+//! Finding the site-packages tree (a path, a venv, `$VIRTUAL_ENV`, `./.venv`, the interpreter
+//! beside the executable, or `python3`'s purelib) and reading its distributions from
+//! `*.dist-info` (METADATA, RECORD).
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -166,6 +167,90 @@ fn read_metadata(dir: &Path) -> Option<Distribution> {
     })
 }
 
+/// What a distribution's RECORD says about one installed file.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// Index into `Site::distributions`.
+    pub dist: usize,
+    /// `sha256=<urlsafe base64, no padding>` as RECORD writes it; `None` where RECORD lists
+    /// the file without a hash (RECORD itself, files written after install).
+    pub hash: Option<String>,
+}
+
+impl Site {
+    /// Every file inside the site that a RECORD lists, with its recorded hash. Read from the
+    /// RECORD files again (the ownership map keeps no hashes, to keep `audit` lean).
+    pub fn installed_files(&self) -> HashMap<String, Installed> {
+        let mut out = HashMap::new();
+        for (index, dir) in &self.owners.records {
+            let record = std::fs::read(dir.join("RECORD")).unwrap_or_default();
+            for line in String::from_utf8_lossy(&record).lines() {
+                let Some(path) = record_path(line) else {
+                    continue;
+                };
+                if safe_relative(Path::new(&path)).is_none() {
+                    continue; // ../../bin/... lies outside the site
+                }
+                let hash = record_hash(line).filter(|h| h.starts_with("sha256="));
+                out.insert(path, Installed { dist: *index, hash });
+            }
+        }
+        out
+    }
+
+    /// The exact command that puts a distribution's files back at the bytes pip installed.
+    pub fn reinstall_command(&self, dist: usize) -> Option<String> {
+        let d = self.distributions.get(dist)?;
+        Some(format!(
+            "pip install --force-reinstall --no-deps {}=={}",
+            d.name, d.version
+        ))
+    }
+}
+
+/// A file's digest in RECORD's form: `sha256=` and the urlsafe base64 of the hash, unpadded.
+pub fn record_digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("sha256={}", base64_url(&Sha256::digest(bytes)))
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// The hash field of a RECORD line (the second CSV field).
+fn record_hash(line: &str) -> Option<String> {
+    let line = line.trim();
+    let rest = if let Some(rest) = line.strip_prefix('"') {
+        // Skip the quoted path ("" is an escaped quote).
+        let mut i = 0;
+        let bytes = rest.as_bytes();
+        loop {
+            match bytes.get(i) {
+                Some(b'"') if bytes.get(i + 1) == Some(&b'"') => i += 2,
+                Some(b'"') => break &rest[i + 1..],
+                Some(_) => i += 1,
+                None => return None,
+            }
+        }
+    } else {
+        &line[line.find(',')?..]
+    };
+    let field = rest.strip_prefix(',')?.split(',').next()?.trim();
+    (!field.is_empty()).then(|| field.to_string())
+}
+
 /// The path field of a RECORD line (CSV; the path may be quoted).
 fn record_path(line: &str) -> Option<String> {
     let line = line.trim();
@@ -206,9 +291,40 @@ pub fn discover(path: Option<&Path>) -> Result<PathBuf> {
             if local.is_dir() {
                 return site_of(local);
             }
+            if let Some(python) = own_interpreter() {
+                return python_purelib(&python);
+            }
             python_purelib(Path::new("python3"))
         }
     }
+}
+
+/// The interpreter installed beside this executable (`pip install gatefix` into a venv puts
+/// both in its `bin/`), unless its site holds gatefix alone: then it is a tool environment
+/// (`uvx`, `pipx`) with nothing to audit.
+fn own_interpreter() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?;
+    let python = ["python3", "python"]
+        .iter()
+        .map(|name| bin.join(name))
+        .find(|p| p.is_file())?;
+    let site = python_purelib(&python).ok()?;
+    let others = std::fs::read_dir(&site)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".dist-info"))
+        .filter(|name| {
+            let dist = name
+                .split('-')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            !matches!(dist.as_str(), "gatefix" | "pip" | "setuptools" | "wheel")
+        })
+        .count();
+    (others > 0).then_some(python)
 }
 
 /// A venv root becomes its `lib/python3.*/site-packages`; anything else is used as is.
@@ -345,6 +461,26 @@ mod tests {
             Some("a/b,c.py".into())
         );
         assert_eq!(record_path(""), None);
+    }
+
+    #[test]
+    fn record_hashes_and_digests() {
+        assert_eq!(
+            record_hash("a/b.py,sha256=abc,12"),
+            Some("sha256=abc".into())
+        );
+        assert_eq!(
+            record_hash("\"a/b,\"\"c.py\",sha256=x,12"),
+            Some("sha256=x".into())
+        );
+        assert_eq!(record_hash("a/RECORD,,"), None);
+        // The digest pip writes for an empty file.
+        assert_eq!(
+            record_digest(b""),
+            "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+        );
+        assert_eq!(base64_url(b"ab"), "YWI");
+        assert_eq!(base64_url(b"abcd"), "YWJjZA");
     }
 
     #[test]

@@ -13,8 +13,10 @@ use crate::ledger::history::{History, Phase, Record};
 use crate::ledger::lock::SiteLock;
 use crate::ledger::revert::{Outcome, Which};
 use crate::ledger::txn::recover;
+use crate::ledger::witness::{self, FileState, State, Witness};
 use crate::ledger::{Ledger, fault};
-use crate::site::site_path;
+use crate::patch::PatchSet;
+use crate::site::{Site, site_path};
 
 #[derive(Args, Debug)]
 pub struct RevertArgs {
@@ -38,6 +40,14 @@ pub struct StatusArgs {
     pub site: WriteSiteArgs,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Check every object of the ledger (every commit, tree and blob, reachable or not),
+    /// not only those the transactions in effect need.
+    #[arg(long)]
+    pub fsck: bool,
+    /// Compare every file of every distribution with its RECORD, not only the files the
+    /// ledger and the shipped patches touch.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Args, Debug)]
@@ -47,8 +57,8 @@ pub struct LogArgs {
 }
 
 fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
-    let root = site.site_root()?;
-    let dir = site.ledger_dir(&root);
+    let root = site.announced_site_root()?;
+    let dir = site.ledger_dir(&root)?;
     let ledger = Ledger::open(&dir, &root)?;
     Ok((dir, ledger))
 }
@@ -56,6 +66,13 @@ fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
 pub fn revert(args: RevertArgs) -> Result<i32> {
     let (dir, ledger) = open(&args.site)?;
     let Some(ledger) = ledger else {
+        let root = args.site.site_root()?;
+        let site = Site::open(&root)?;
+        let states = examine(&site, None, false);
+        if let Some(report) = unexplained_report(&states, &dir, false) {
+            print!("{report}");
+            return Ok(exit::FINDINGS);
+        }
         println!("nothing to revert: no ledger at {}", dir.display());
         return Ok(exit::OK);
     };
@@ -83,7 +100,17 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
         (None, false) => Which::Last,
     };
     match crate::ledger::revert::revert(&ledger, which, args.force)? {
-        Outcome::NothingToRevert => println!("nothing to revert: no transaction is in effect"),
+        Outcome::NothingToRevert => {
+            let site = Site::open(&ledger.site_root)?;
+            let history = History::read(&ledger)?;
+            let states = examine(&site, Some((&ledger, &history)), false);
+            if let Some(report) = unexplained_report(&states, &ledger.dir, true) {
+                print!("{report}");
+                fault::report();
+                return Ok(exit::FINDINGS);
+            }
+            println!("nothing to revert: no transaction is in effect")
+        }
         Outcome::Reverted {
             txn,
             reverted,
@@ -127,6 +154,19 @@ struct Status {
     unverified: Vec<String>,
     drifted: Vec<Drift>,
     leftover_temp_files: Vec<String>,
+    /// Objects the transactions in effect need (or, with --fsck, any object) that cannot be
+    /// read back or do not match their id.
+    damaged: Vec<String>,
+    /// Files compared with their distribution's RECORD that are not simply as pip installed
+    /// them (patched by gatefix, reinstalled, changed by someone else, unreadable).
+    site_files: Vec<FileState>,
+    /// How many files were compared with RECORD.
+    files_checked: usize,
+    /// Commands that restore pip's bytes for the files no transaction explains.
+    way_back: Vec<String>,
+    /// With --fsck: how many objects were checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objects_checked: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -137,40 +177,206 @@ struct Drift {
 }
 
 pub fn status(args: StatusArgs) -> Result<i32> {
-    let root = args.site.site_root()?;
-    let dir = args.site.ledger_dir(&root);
+    let root = args.site.announced_site_root()?;
+    let dir = args.site.ledger_dir(&root)?;
+    let site = Site::open(&root)?;
     let Some(ledger) = Ledger::open(&dir, &root)? else {
+        let states = examine(&site, None, args.all);
+        let mut status = empty_status(&root, &dir);
+        fill_site_files(&mut status, states);
         match args.format {
-            Format::Json => {
-                // The same document as with a ledger, so tools need not special-case it.
-                let empty = Status {
-                    site: root.display().to_string(),
-                    ledger: dir.display().to_string(),
-                    interrupted: None,
-                    applied: Vec::new(),
-                    unverified: Vec::new(),
-                    drifted: Vec::new(),
-                    leftover_temp_files: Vec::new(),
-                };
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&empty).expect("status serialises")
-                );
-            }
-            Format::Human => println!("no gatefix transactions: no ledger at {}", dir.display()),
+            // The same document as with a ledger, so tools need not special-case it.
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string_pretty(&status).expect("status serialises")
+            ),
+            Format::Human => match unexplained_report(&status.site_files, &dir, false) {
+                Some(report) => print!("site   {}\n{report}", root.display()),
+                None => println!("no gatefix transactions: no ledger at {}", dir.display()),
+            },
         }
-        return Ok(exit::OK);
+        return Ok(if status.way_back.is_empty() && !has_unexplained(&status) {
+            exit::OK
+        } else {
+            exit::FINDINGS
+        });
     };
     let history = History::read(&ledger)?;
-    let status = collect_status(&ledger, &history)?;
+    let mut status = collect_status(&ledger, &history)?;
+    let states = examine(&site, Some((&ledger, &history)), args.all);
+    fill_site_files(&mut status, states);
+    if args.fsck {
+        let (checked, problems) = ledger.fsck();
+        status.objects_checked = Some(checked);
+        for (oid, problem) in problems {
+            let oid = oid.to_string();
+            if !status.damaged.iter().any(|d| d.contains(&oid)) {
+                status.damaged.push(problem);
+            }
+        }
+    }
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&status).expect("status serialises")
         ),
-        Format::Human => print!("{}", human_status(&status)),
+        Format::Human => {
+            print!("{}", human_status(&status));
+            if let Some(report) = unexplained_report(&status.site_files, &ledger.dir, true) {
+                print!("{report}");
+            }
+        }
+    }
+    if !status.damaged.is_empty() {
+        eprintln!(
+            "gatefix: the ledger {} has {} damaged object(s); `gatefix revert` would refuse to use them",
+            ledger.dir.display(),
+            status.damaged.len()
+        );
+        return Ok(exit::USAGE);
+    }
+    if has_unexplained(&status) {
+        return Ok(exit::FINDINGS);
+    }
+    // Something a person must act on: exit 1, as audit does for a finding.
+    if status.interrupted.is_some() || !status.drifted.is_empty() {
+        return Ok(exit::FINDINGS);
     }
     Ok(exit::OK)
+}
+
+fn empty_status(root: &std::path::Path, dir: &std::path::Path) -> Status {
+    Status {
+        site: root.display().to_string(),
+        ledger: dir.display().to_string(),
+        interrupted: None,
+        applied: Vec::new(),
+        unverified: Vec::new(),
+        drifted: Vec::new(),
+        leftover_temp_files: Vec::new(),
+        damaged: Vec::new(),
+        site_files: Vec::new(),
+        files_checked: 0,
+        way_back: Vec::new(),
+        objects_checked: None,
+    }
+}
+
+fn has_unexplained(status: &Status) -> bool {
+    status
+        .site_files
+        .iter()
+        .any(|s| s.state == State::NotByGatefix)
+}
+
+fn fill_site_files(status: &mut Status, states: Vec<FileState>) {
+    status.files_checked = states.len();
+    status.way_back = witness::way_back(&states);
+    status.site_files = states
+        .into_iter()
+        .filter(|s| witness::describe(s).is_some())
+        .collect();
+}
+
+/// The files to compare with RECORD: every file the ledger names, every file a shipped patch
+/// for an installed distribution edits, and with `all` every file of every RECORD.
+fn examine(site: &Site, ledger: Option<(&Ledger, &History)>, all: bool) -> Vec<FileState> {
+    let witness = Witness::new(site);
+    let mut files: Vec<String> = if all { witness.all_files() } else { Vec::new() };
+    if let Some((_, history)) = ledger {
+        files.extend(history.records.iter().flat_map(|r| r.files.iter().cloned()));
+    }
+    if let Ok(patches) = PatchSet::load(None) {
+        let installed: Vec<&str> = site.distributions.iter().map(|d| d.name.as_str()).collect();
+        files.extend(
+            patches
+                .patches
+                .iter()
+                .filter(|p| installed.iter().any(|d| same_dist(d, &p.dist)))
+                .flat_map(|p| p.edits.iter().map(|e| e.file.clone())),
+        );
+    }
+    witness.examine(ledger, &files)
+}
+
+/// Distribution names compare as PEP 503 normalises them.
+fn same_dist(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");
+    norm(a) == norm(b)
+}
+
+/// For files no transaction explains: what they are, and the way back.
+fn unexplained_report(
+    states: &[FileState],
+    dir: &std::path::Path,
+    has_ledger: bool,
+) -> Option<String> {
+    let foreign: Vec<&FileState> = states
+        .iter()
+        .filter(|s| s.state == State::NotByGatefix)
+        .collect();
+    if foreign.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    if !has_ledger {
+        let _ = writeln!(
+            out,
+            "no ledger at {}, but the site is patched:",
+            dir.display()
+        );
+    }
+    for s in &foreign {
+        if let Some(line) = witness::describe(s) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "the ledger that explains these files was expected at {}; if it is elsewhere, name it with --ledger DIR \
+         (or $GATEFIX_LEDGER). To put back the bytes pip installed:",
+        dir.display()
+    );
+    for command in witness::way_back(states) {
+        let _ = writeln!(out, "  {command}");
+    }
+    Some(out)
+}
+
+/// Every object the transactions in effect (and an interrupted one) need to be undone: their
+/// pre-images, and the bytes gatefix last wrote (what drift is measured against).
+fn needed_objects(ledger: &Ledger, history: &History, damaged: &mut Vec<String>) {
+    let mut check = |commit: &git2::Commit, txn: u32, role: &str, file: &str| {
+        if let Err(e) = ledger.blob(commit, file) {
+            damaged.push(format!("transaction {txn}: the {role} of {file}: {e}"));
+        }
+    };
+    let mut needs: Vec<(&Record, Phase)> = history
+        .active_applies()
+        .into_iter()
+        .map(|r| (r, Phase::Begin))
+        .collect();
+    if let Some(r) = history.interrupted() {
+        needs.push((r, Phase::Begin));
+    }
+    for (record, phase) in needs {
+        let Some(begin) = history.record(record.txn, phase) else {
+            continue;
+        };
+        let Ok(commit) = ledger.repo.find_commit(begin.oid) else {
+            continue;
+        };
+        for file in &record.files {
+            check(&commit, record.txn, "pre-image", file);
+        }
+    }
+    if let Some(pending) = ledger.pending()
+        && let Some(r) = history.interrupted()
+    {
+        for file in &r.files {
+            check(&pending, r.txn, "post-image", file);
+        }
+    }
 }
 
 fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
@@ -178,14 +384,26 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
     let applied: Vec<Record> = history.active_applies().into_iter().cloned().collect();
     let mut drifted = Vec::new();
     let mut leftover = Vec::new();
+    let mut damaged = Vec::new();
+    needed_objects(ledger, history, &mut damaged);
     for record in &applied {
         for file in &record.files {
             let why = match (site_path(&ledger.site_root, file), &head) {
                 (Err(why), _) => Some(why),
                 (Ok(path), Some(head)) => {
                     let current = std::fs::read(&path).ok();
-                    (current != ledger.blob(head, file))
-                        .then(|| "changed since gatefix wrote it".to_string())
+                    match ledger.blob(head, file) {
+                        Ok(last) => {
+                            (current != last).then(|| "changed since gatefix wrote it".to_string())
+                        }
+                        Err(e) => {
+                            damaged.push(format!(
+                                "transaction {}: the last written bytes of {file}: {e}",
+                                history.last_writer(file)
+                            ));
+                            None
+                        }
+                    }
                 }
                 (Ok(_), None) => None,
             };
@@ -223,6 +441,11 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
         unverified,
         drifted,
         leftover_temp_files: leftover,
+        damaged,
+        site_files: Vec::new(),
+        files_checked: 0,
+        way_back: Vec::new(),
+        objects_checked: None,
     })
 }
 
@@ -248,6 +471,9 @@ fn human_status(status: &Status) -> String {
             r.files.len(),
             r.files.join(", ")
         );
+        for p in &r.patches {
+            let _ = writeln!(out, "  {}: {} fix", p.id, p.class);
+        }
     }
     for p in &status.unverified {
         let _ = writeln!(
@@ -257,6 +483,25 @@ fn human_status(status: &Status) -> String {
     }
     for d in &status.drifted {
         let _ = writeln!(out, "DRIFT: {} (transaction {}): {}", d.file, d.txn, d.why);
+    }
+    for f in status
+        .site_files
+        .iter()
+        .filter(|f| f.state != State::NotByGatefix)
+    {
+        if let Some(line) = witness::describe(f) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    for d in &status.damaged {
+        let _ = writeln!(out, "DAMAGED: {d}");
+    }
+    if let Some(n) = status.objects_checked {
+        let _ = writeln!(
+            out,
+            "fsck: {n} object(s) checked, {} damaged",
+            status.damaged.len()
+        );
     }
     for t in &status.leftover_temp_files {
         let _ = writeln!(out, "leftover temp file: {t} (`gatefix revert` removes it)");

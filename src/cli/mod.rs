@@ -2,8 +2,10 @@
 
 pub mod apply;
 pub mod audit;
+pub mod completions;
 pub mod history;
 pub mod kernels;
+pub mod progress;
 pub mod rules_check;
 
 use std::path::PathBuf;
@@ -13,10 +15,18 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::arch::Arch;
 use crate::error::Result;
 
+/// `gatefix --version`: the crate version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("GATEFIX_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "gatefix",
-    version,
+    version = VERSION,
     about = "Find, audit and safely open GPU architecture gates in Python inference stacks",
     after_help = "Exit codes: 0 success, 1 policy findings, 2 usage or input error, 3 refused.\n\
                   Machine-readable output goes to stdout; progress and warnings to stderr."
@@ -24,6 +34,10 @@ use crate::error::Result;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Accept a target outside the list of known architectures (for hardware newer than
+    /// this gatefix).
+    #[arg(long, global = true)]
+    pub allow_unknown_arch: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -42,6 +56,10 @@ pub enum Command {
     Log(history::LogArgs),
     /// Validate rule and patch files.
     Rules(rules_check::RulesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff), every subcommand included.
+    Man,
 }
 
 /// How a command that writes (or reads the ledger of) a site names it.
@@ -56,8 +74,9 @@ pub struct WriteSiteArgs {
     /// A Python interpreter whose purelib is the site (asked with `-I`, nothing imported).
     #[arg(long, value_name = "EXE")]
     pub python: Option<PathBuf>,
-    /// The ledger (a bare git repository); default <venv>/.gatefix/ledger.git, or
-    /// <site>/.gatefix/ledger.git outside a venv.
+    /// The ledger (a bare git repository); default $GATEFIX_LEDGER, else the one recorded
+    /// by an earlier --ledger, else <venv>/.gatefix/ledger.git (<site>/.gatefix/ledger.git
+    /// outside a venv). Never / , the site or a folder inside it, or a busy folder.
     #[arg(long, value_name = "DIR")]
     pub ledger: Option<PathBuf>,
 }
@@ -72,8 +91,21 @@ impl WriteSiteArgs {
         }
     }
 
-    pub fn ledger_dir(&self, site_root: &std::path::Path) -> PathBuf {
-        crate::ledger::location(site_root, self.ledger.as_deref())
+    pub fn ledger_dir(&self, site_root: &std::path::Path) -> Result<PathBuf> {
+        crate::ledger::place::resolve(site_root, self.ledger.as_deref()).map(|(dir, _)| dir)
+    }
+
+    /// [`site_root`](Self::site_root), and says on stderr which site and ledger the command
+    /// uses (its first line), so a default choice never goes unnamed.
+    pub fn announced_site_root(&self) -> Result<PathBuf> {
+        let root = self.site_root()?;
+        let ledger = self.ledger_dir(&root)?;
+        eprintln!(
+            "gatefix: site {}, ledger {}",
+            root.display(),
+            ledger.display()
+        );
+        Ok(root)
     }
 }
 
@@ -116,7 +148,20 @@ pub enum AuditFormat {
     Github,
 }
 
+/// The targets a command was given, for the known-architecture check.
+fn targets(command: &Command) -> Vec<Arch> {
+    match command {
+        Command::Audit(args) => args.targets.targets.clone(),
+        Command::Kernels(args) => args.targets.clone(),
+        Command::Apply(args) => vec![args.target],
+        // The others take no target.
+        _ => Vec::new(),
+    }
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
+    crate::arch::check_known(&targets(&cli.command), cli.allow_unknown_arch)
+        .map_err(|e| crate::error::Error::input(e.to_string()))?;
     match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::Kernels(args) => kernels::run(args),
@@ -125,5 +170,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(args) => history::status(args),
         Command::Log(args) => history::log(args),
         Command::Rules(args) => rules_check::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }

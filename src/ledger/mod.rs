@@ -14,15 +14,20 @@ pub mod fault;
 pub mod fsio;
 pub mod history;
 pub mod lock;
+pub mod objects;
+pub mod place;
 pub mod revert;
 pub mod txn;
+pub mod witness;
 
 use std::path::{Path, PathBuf};
+
 use std::sync::Once;
 
 use git2::{Commit, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
 
 use crate::error::{Error, Result};
+use objects::ObjectError;
 
 pub const MAIN: &str = "refs/heads/main";
 pub const PENDING: &str = "refs/gatefix/pending";
@@ -31,21 +36,6 @@ pub struct Ledger {
     pub repo: Repository,
     pub dir: PathBuf,
     pub site_root: PathBuf,
-}
-
-/// Where a site's ledger lives: `--ledger DIR` if given, else `<venv>/.gatefix/ledger.git`
-/// when the site is inside a venv, else `<site>/.gatefix/ledger.git`.
-pub fn location(site_root: &Path, explicit: Option<&Path>) -> PathBuf {
-    if let Some(dir) = explicit {
-        return dir.to_path_buf();
-    }
-    let venv = site_root
-        .ancestors()
-        .take(5)
-        .find(|dir| dir.join("pyvenv.cfg").is_file());
-    venv.unwrap_or(site_root)
-        .join(".gatefix")
-        .join("ledger.git")
 }
 
 fn git_error(dir: &Path, what: &str, e: git2::Error) -> Error {
@@ -80,13 +70,98 @@ impl Ledger {
                 Repository::init_bare(dir).map_err(|e| git_error(dir, "cannot create", e))?;
             repo.set_head(MAIN)
                 .map_err(|e| git_error(dir, "cannot set HEAD", e))?;
+            let marker = dir.join(place::MARKER);
+            std::fs::write(&marker, "a gatefix ledger (see `gatefix status`)\n").map_err(
+                |source| Error::Io {
+                    path: marker,
+                    source,
+                },
+            )?;
             repo
         };
-        Ok(Ledger {
+        let ledger = Ledger {
             repo,
             dir: dir.to_path_buf(),
             site_root: site_root.to_path_buf(),
-        })
+        };
+        ledger.check_history()?;
+        Ok(ledger)
+    }
+
+    /// Every commit on `main` and `pending`, and every tree they hold, read with a bound and
+    /// checked against its id, before libgit2 parses any of them (blobs are checked when
+    /// read). A damaged one is an input error naming it: never a hang inside inflate.
+    fn check_history(&self) -> Result<()> {
+        let tips: Vec<Oid> = [MAIN, PENDING]
+            .iter()
+            .filter_map(|name| self.repo.refname_to_id(name).ok())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        objects::check_reachable(&self.repo, &self.dir, &tips, false, &mut seen)
+            .map(|_| ())
+            .map_err(|(what, e)| {
+                Error::input(format!(
+                    "ledger {}: {what}: {e}; the ledger cannot be read. Nothing was written. \
+                     `gatefix status --fsck` lists every damaged object",
+                    self.dir.display()
+                ))
+            })
+    }
+
+    /// Every object reachable from `main` and `pending`, blobs included: (objects checked,
+    /// problems as (object, `what: why`)). Also every loose object file, reachable or not.
+    pub fn fsck(&self) -> (usize, Vec<(Oid, String)>) {
+        let mut problems = Vec::new();
+        let tips: Vec<Oid> = [MAIN, PENDING]
+            .iter()
+            .filter_map(|name| self.repo.refname_to_id(name).ok())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut checked = 0;
+        // One problem stops a walk; walk again from each tip so one bad object hides little.
+        for tip in &tips {
+            match objects::check_reachable(&self.repo, &self.dir, &[*tip], true, &mut seen) {
+                Ok(n) => checked += n,
+                Err((what, e)) => problems.push((e.oid, format!("{what}: {e}"))),
+            }
+        }
+        let objects_dir = self.dir.join("objects");
+        for fanout in std::fs::read_dir(&objects_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let prefix = fanout.file_name().to_string_lossy().into_owned();
+            if prefix.len() != 2 {
+                continue;
+            }
+            for entry in std::fs::read_dir(fanout.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Ok(oid) = Oid::from_str(&format!("{prefix}{name}")) else {
+                    continue;
+                };
+                if seen.insert(oid) {
+                    checked += 1;
+                    if let Err(e) = objects::read(&self.repo, &self.dir, oid) {
+                        problems.push((oid, format!("unreachable loose object: {e}")));
+                    }
+                }
+            }
+        }
+        (checked, problems)
+    }
+
+    /// An error for a damaged object that a transaction needs.
+    pub fn damaged(&self, txn: u32, role: &str, file: &str, e: &ObjectError) -> Error {
+        Error::input(format!(
+            "ledger {}: transaction {txn}: the {role} of {file} cannot be used: {e}. \
+             Nothing was written; `gatefix status --fsck` checks the whole ledger",
+            self.dir.display()
+        ))
     }
 
     /// Opens an existing ledger; `None` when the site has none.
@@ -118,12 +193,36 @@ impl Ledger {
         self.repo.find_commit(oid).ok()
     }
 
-    /// The bytes of `path` in a commit's tree.
-    pub fn blob(&self, commit: &Commit, path: &str) -> Option<Vec<u8>> {
-        let tree = commit.tree().ok()?;
-        let entry = tree.get_path(Path::new(path)).ok()?;
-        let blob = self.repo.find_blob(entry.id()).ok()?;
-        Some(blob.content().to_vec())
+    /// The bytes of `path` in a commit's tree (`None`: the tree has no such file), read with
+    /// a bound and checked against the blob's id.
+    pub fn blob(&self, commit: &Commit, path: &str) -> Result<Option<Vec<u8>>, ObjectError> {
+        let Ok(tree) = commit.tree() else {
+            return Ok(None);
+        };
+        let Ok(entry) = tree.get_path(Path::new(path)) else {
+            return Ok(None);
+        };
+        objects::read_kind(&self.repo, &self.dir, entry.id(), git2::ObjectType::Blob).map(Some)
+    }
+
+    /// Writes a blob and reads it back: an object of that id already on disk but damaged
+    /// (libgit2 then skips the write) is replaced.
+    fn write_blob(&self, bytes: &[u8]) -> Result<Oid> {
+        let id = self
+            .repo
+            .blob(bytes)
+            .map_err(|e| self.err("cannot write blob", e))?;
+        if objects::read(&self.repo, &self.dir, id).is_ok() {
+            return Ok(id);
+        }
+        let _ = std::fs::remove_file(objects::loose_path(&self.dir, id));
+        let id = self
+            .repo
+            .blob(bytes)
+            .map_err(|e| self.err("cannot write blob", e))?;
+        objects::read(&self.repo, &self.dir, id)
+            .map_err(|e| Error::input(format!("ledger {}: {e}", self.dir.display())))?;
+        Ok(id)
     }
 
     /// A tree: `base` with each file set to the given bytes.
@@ -135,10 +234,7 @@ impl Ledger {
                 .map_err(|e| self.err("cannot read tree", e))?;
         }
         for (path, bytes) in files {
-            let id = self
-                .repo
-                .blob(bytes)
-                .map_err(|e| self.err("cannot write blob", e))?;
+            let id = self.write_blob(bytes)?;
             let zero = IndexTime::new(0, 0);
             let entry = IndexEntry {
                 ctime: zero,

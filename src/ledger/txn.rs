@@ -19,7 +19,7 @@ use super::fault;
 use super::fsio::{remove_stale_bytecode, remove_temp, replace_file};
 use super::history::{
     History, Kind, PatchEntry, Record, TRAILER_DIST, TRAILER_FILE, TRAILER_KIND, TRAILER_PATCH,
-    TRAILER_PHASE, TRAILER_REVERTS, TRAILER_TARGET, TRAILER_TXN, message,
+    TRAILER_PHASE, TRAILER_REVERTS, TRAILER_TARGET, TRAILER_TXN, TRAILER_VERIFY_FAILED, message,
 };
 use super::{Ledger, MAIN, PENDING};
 use crate::error::{Error, Result};
@@ -41,6 +41,8 @@ pub struct Meta {
     pub patches: Vec<PatchEntry>,
     pub dists: Vec<String>,
     pub reverts: Vec<u32>,
+    /// A revert made because `apply --verify` failed: the transaction it undoes.
+    pub verify_failed: Option<u32>,
     pub subject: String,
     pub body: String,
 }
@@ -61,7 +63,12 @@ impl Meta {
             } else {
                 "unverified"
             };
-            t.push((TRAILER_PATCH, format!("{} {status}", patch.id)));
+            let entry = if patch.class == "safe" {
+                format!("{} {status}", patch.id)
+            } else {
+                format!("{} {status} {}", patch.id, patch.class)
+            };
+            t.push((TRAILER_PATCH, entry));
         }
         for dist in &self.dists {
             t.push((TRAILER_DIST, dist.clone()));
@@ -69,6 +76,9 @@ impl Meta {
         if !self.reverts.is_empty() {
             let list: Vec<String> = self.reverts.iter().map(|n| n.to_string()).collect();
             t.push((TRAILER_REVERTS, list.join(",")));
+        }
+        if let Some(n) = self.verify_failed {
+            t.push((TRAILER_VERIFY_FAILED, n.to_string()));
         }
         for file in files {
             t.push((TRAILER_FILE, file.to_string()));
@@ -80,6 +90,11 @@ impl Meta {
 /// Runs one transaction. The caller holds the site lock and has made sure no transaction is
 /// interrupted. Returns the transaction number.
 pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
+    if meta.kind == Kind::Apply {
+        refuse_hidden_transactions(ledger)?;
+        refuse_unexplained(ledger, changes)?;
+    }
+    super::place::record(&ledger.site_root, &ledger.dir)?;
     let history = History::read(ledger)?;
     let txn = history.next_txn();
     let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
@@ -138,6 +153,64 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
     ledger.delete_ref(PENDING)?;
     fault::point("pending ref removed");
     Ok(txn)
+}
+
+/// A new transaction in one ledger while another ledger of the site still has transactions
+/// in effect would split the site's history in two; refused.
+fn refuse_hidden_transactions(ledger: &Ledger) -> Result<()> {
+    let Some(other) = super::place::other_ledger(&ledger.site_root, &ledger.dir) else {
+        return Ok(());
+    };
+    let Some(other_ledger) = Ledger::open(&other, &ledger.site_root)? else {
+        return Ok(());
+    };
+    let history = History::read(&other_ledger)?;
+    let live: Vec<String> = history
+        .active_applies()
+        .into_iter()
+        .chain(history.interrupted())
+        .map(|r| r.txn.to_string())
+        .collect();
+    if live.is_empty() {
+        return Ok(());
+    }
+    Err(Error::refused(format!(
+        "this site has transaction(s) {} in effect in another ledger, {}; nothing was written. \
+         Use `--ledger {}`, or revert them there first",
+        live.join(", "),
+        other.display(),
+        other.display()
+    )))
+}
+
+/// A new transaction may only stack on files that are as pip installed them (RECORD) or
+/// exactly as a transaction in effect left them: anything else was changed by someone the
+/// ledger knows nothing of, and reverting would not get back to pip's bytes.
+fn refuse_unexplained(ledger: &Ledger, changes: &[Change]) -> Result<()> {
+    let site = crate::site::Site::open(&ledger.site_root)?;
+    let history = History::read(ledger)?;
+    let files: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let states = super::witness::Witness::new(&site).examine(Some((ledger, &history)), &files);
+    let foreign: Vec<&super::witness::FileState> = states
+        .iter()
+        .filter(|s| s.state == super::witness::State::NotByGatefix)
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = foreign
+        .iter()
+        .map(|s| format!("{} ({})", s.file, s.dist.as_deref().unwrap_or("?")))
+        .collect();
+    let commands = super::witness::way_back(&states);
+    Err(Error::refused(format!(
+        "{} differ(s) from what pip installed (RECORD), and no transaction in the ledger {} explains it \
+         (a hand edit, another tool, or a ledger elsewhere: name it with --ledger); nothing was written. \
+         To start from pip's bytes: {}",
+        names.join(", "),
+        ledger.dir.display(),
+        commands.join("; ")
+    )))
 }
 
 /// Re-checks the file against the planned pre-image, then replaces it.
@@ -254,20 +327,29 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
             path: path.clone(),
             source,
         })?;
-        let Some(want) = ledger.blob(&want_commit, file) else {
-            return Err(Error::refused(format!(
-                "ledger {}: transaction {} names {file} but holds no bytes for it",
+        let role = if finish { "post-image" } else { "pre-image" };
+        let Some(want) = ledger
+            .blob(&want_commit, file)
+            .map_err(|e| ledger.damaged(begin.txn, role, file, &e))?
+        else {
+            return Err(Error::input(format!(
+                "ledger {}: transaction {} names {file}, but commit {} has no entry for it \
+                 (the ledger was edited by hand?); nothing was written",
                 ledger.dir.display(),
-                begin.txn
+                begin.txn,
+                want_commit.id()
             )));
         };
         if current == want {
             continue;
         }
-        let known = other_commit
-            .as_ref()
-            .and_then(|c| ledger.blob(c, file))
-            .is_some_and(|other| other == current);
+        let other = match &other_commit {
+            Some(c) => ledger
+                .blob(c, file)
+                .map_err(|e| ledger.damaged(begin.txn, "other image", file, &e))?,
+            None => None,
+        };
+        let known = other.is_some_and(|other| other == current);
         if !known {
             drift.push((file.clone(), current.clone()));
         }
@@ -322,6 +404,7 @@ fn rollback_message(begin: &Record, subject: &str) -> String {
         patches: begin.patches.clone(),
         dists: begin.dists.clone(),
         reverts: begin.reverts.clone(),
+        verify_failed: begin.verify_failed,
         subject: subject.to_string(),
         body: String::new(),
     };

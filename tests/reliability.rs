@@ -1,0 +1,471 @@
+//! Nothing lost, nothing silent: a damaged ledger, a ledger where it does not belong, a
+//! full disk, a removed ledger. Every case asserts the message, the exit code, and that the
+//! site is byte-identical to what it was before the command.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fixture::{hash_tree, stderr, stdout, venv_args, venv_copy};
+
+const COMMUNICATOR: &str = "sglang/srt/layers/communicator.py";
+
+/// Runs gatefix, killing it (and failing the test) if it takes more than 60 s: a hang is
+/// the failure these tests exist to catch.
+fn gatefix_timed(args: &[String], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gatefix"));
+    command
+        .args(args)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("GATEFIX_LEDGER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("gatefix runs");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("gatefix {args:?} hung for 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn verb(name: &str, root: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![name.to_string()];
+    if name == "apply" {
+        args.push("sm_120".into());
+    }
+    args.extend(venv_args(root));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    gatefix_timed(&args, &[])
+}
+
+fn ledger_dir(root: &Path) -> PathBuf {
+    root.join(".gatefix/ledger.git")
+}
+
+/// The pre-image blobs of transaction 1 (its begin commit is main's parent): (file, id).
+fn pre_image_objects(root: &Path) -> Vec<(String, git2::Oid)> {
+    let repo = git2::Repository::open_bare(ledger_dir(root)).unwrap();
+    let main = repo.find_reference("refs/heads/main").unwrap();
+    let done = main.peel_to_commit().unwrap();
+    let begin = done.parent(0).unwrap();
+    let tree = begin.tree().unwrap();
+    let mut out = Vec::new();
+    for file in [COMMUNICATOR, "sglang/srt/server_args.py"] {
+        let entry = tree.get_path(Path::new(file)).unwrap();
+        out.push((file.to_string(), entry.id()));
+    }
+    out
+}
+
+fn loose(root: &Path, oid: git2::Oid) -> PathBuf {
+    let hex = oid.to_string();
+    ledger_dir(root)
+        .join("objects")
+        .join(&hex[..2])
+        .join(&hex[2..])
+}
+
+fn write_object(path: &Path, bytes: &[u8]) {
+    let mut perms = std::fs::metadata(path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(path, perms).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_cut_ledger_object_is_an_error_naming_it_never_a_hang() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let patched = hash_tree(&root);
+    for (file, oid) in pre_image_objects(&root) {
+        let path = loose(&root, oid);
+        let intact = std::fs::read(&path).unwrap();
+        let mut cuts = vec![2, 10, 40, 100, 500, 1000];
+        cuts.retain(|&c| c < intact.len());
+        cuts.push(intact.len() - 1);
+        for cut in cuts {
+            write_object(&path, &intact[..cut]);
+            for args in [&[][..], &["--force"][..]] {
+                let out = verb("revert", &root, args);
+                let err = stderr(&out);
+                assert_eq!(out.status.code(), Some(2), "cut {cut} {args:?}: {err}");
+                assert!(
+                    err.contains("transaction 1: the pre-image of")
+                        && err.contains(&file)
+                        && err.contains(&oid.to_string())
+                        && err.contains("Nothing was written"),
+                    "cut {cut}: {err}"
+                );
+                assert!(!err.contains("holds no pre-image"), "{err}");
+                assert_eq!(hash_tree(&root), patched, "cut {cut}: the site changed");
+            }
+            let out = verb("status", &root, &[]);
+            assert_eq!(out.status.code(), Some(2), "status, cut {cut}");
+            let text = stdout(&out);
+            assert!(
+                text.contains(&format!("DAMAGED: transaction 1: the pre-image of {file}"))
+                    && text.contains(&oid.to_string()),
+                "{text}"
+            );
+        }
+        write_object(&path, &intact);
+    }
+    let out = verb("status", &root, &["--fsck"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains(", 0 damaged"), "{}", stdout(&out));
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
+}
+
+#[test]
+fn a_missing_object_and_a_damaged_commit_are_named() {
+    let (_g, root) = venv_copy("fusion");
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let patched = hash_tree(&root);
+    let (file, oid) = pre_image_objects(&root).remove(0);
+    let path = loose(&root, oid);
+    let intact = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let out = verb("revert", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&file) && err.contains(&oid.to_string()) && err.contains("is missing"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), patched);
+    std::fs::write(&path, &intact).unwrap();
+
+    // The done commit itself, cut: nothing parses it, every command says so.
+    let repo = git2::Repository::open_bare(ledger_dir(&root)).unwrap();
+    let done = repo.refname_to_id("refs/heads/main").unwrap();
+    let commit_path = loose(&root, done);
+    let intact = std::fs::read(&commit_path).unwrap();
+    write_object(&commit_path, &intact[..intact.len() / 2]);
+    for command in ["revert", "status", "log"] {
+        let out = verb(command, &root, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(err.contains(&done.to_string()), "{command}: {err}");
+        assert!(err.contains("cut short"), "{command}: {err}");
+    }
+    assert_eq!(hash_tree(&root), patched);
+    // A content swap (valid zlib, wrong bytes) is caught by the hash.
+    write_object(&commit_path, &intact);
+    let other = std::fs::read(loose(&root, oid)).unwrap();
+    write_object(&loose(&root, pre_image_objects(&root)[1].1), &other);
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("its content hashes to"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(hash_tree(&root), patched);
+}
+
+fn site(root: &Path) -> PathBuf {
+    root.join(common::fixture::FUSION_SITE)
+}
+
+#[test]
+fn a_ledger_may_not_live_at_the_root_in_the_site_or_in_a_busy_folder() {
+    let (guard, root) = venv_copy("fusion");
+    let before = hash_tree(&root);
+    let root_link = guard.path().join("rootlink");
+    std::os::unix::fs::symlink("/", &root_link).unwrap();
+    let busy = guard.path().join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), "mine").unwrap();
+    let cases = [
+        (
+            PathBuf::from("/"),
+            "the file system root cannot hold a ledger",
+        ),
+        (
+            root_link.clone(),
+            "the file system root cannot hold a ledger",
+        ),
+        (site(&root), "that is the site root"),
+        (site(&root).join("sglang/x"), "that is inside the site"),
+        (
+            busy.clone(),
+            "holds other things and is not a gatefix ledger",
+        ),
+        (root.join("lib"), "holds the site"),
+    ];
+    for (dir, why) in &cases {
+        for command in ["apply", "status", "revert", "log"] {
+            let out = verb(command, &root, &["--ledger", dir.to_str().unwrap()]);
+            let err = stderr(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{command} {}: {err}",
+                dir.display()
+            );
+            assert!(err.contains(why), "{command} {}: {err}", dir.display());
+            assert!(err.contains("--ledger"), "{err}");
+            assert_eq!(hash_tree(&root), before, "{command} {}", dir.display());
+        }
+    }
+    assert!(!Path::new("/gatefix.lock").exists());
+    assert!(!site(&root).join("HEAD").exists());
+    assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1);
+    // The same through the environment.
+    let mut args = vec!["apply".to_string(), "sm_120".into()];
+    args.extend(venv_args(&root));
+    let out = gatefix_timed(&args, &[("GATEFIX_LEDGER", site(&root).to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("$GATEFIX_LEDGER"), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), before);
+}
+
+#[test]
+fn a_ledger_named_once_is_found_again_without_the_flag() {
+    let (guard, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let elsewhere = guard.path().join("ledgers/fusion.git");
+    let flag = ["--ledger", elsewhere.to_str().unwrap()];
+    assert_eq!(verb("apply", &root, &flag).status.code(), Some(0));
+    assert!(elsewhere.join("gatefix-ledger").is_file());
+    let pointer = root.join(".gatefix/ledger-path");
+    assert_eq!(
+        std::fs::read_to_string(&pointer).unwrap().trim(),
+        elsewhere.to_str().unwrap()
+    );
+    let status = stdout(&verb("status", &root, &[]));
+    assert!(status.contains("transaction 1: apply sm_120"), "{status}");
+    assert!(status.contains(elsewhere.to_str().unwrap()), "{status}");
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
+
+    // $GATEFIX_LEDGER is used by every command too.
+    let (_g2, root2) = venv_copy("fusion");
+    let env_ledger = guard.path().join("env/ledger.git");
+    let env = [("GATEFIX_LEDGER", env_ledger.to_str().unwrap())];
+    let run = |name: &str| {
+        let mut args = vec![name.to_string()];
+        if name == "apply" {
+            args.push("sm_120".into());
+        }
+        args.extend(venv_args(&root2));
+        gatefix_timed(&args, &env)
+    };
+    assert_eq!(run("apply").status.code(), Some(0));
+    assert!(env_ledger.join("HEAD").is_file());
+    assert!(stdout(&run("status")).contains("transaction 1"));
+    assert_eq!(run("revert").status.code(), Some(0));
+}
+
+#[test]
+fn a_second_ledger_cannot_hide_the_first_ones_transactions() {
+    let (guard, root) = venv_copy("fusion");
+    let original: Vec<(PathBuf, Vec<u8>)> = [
+        "sglang/srt/layers/communicator.py",
+        "sglang/srt/server_args.py",
+    ]
+    .iter()
+    .map(|f| {
+        let p = site(&root).join(f);
+        let bytes = std::fs::read(&p).unwrap();
+        (p, bytes)
+    })
+    .collect();
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    // Someone puts the files back by hand; the default ledger still says transaction 1.
+    for (p, bytes) in &original {
+        std::fs::write(p, bytes).unwrap();
+    }
+    let before = hash_tree(&root);
+    let other = guard.path().join("other.git");
+    let out = verb("apply", &root, &["--ledger", other.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("transaction(s) 1 in effect in another ledger")
+            && err.contains(".gatefix/ledger.git"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+}
+
+/// Rewrites the fixture's RECORD files with the sha256 of every file they list, as pip does
+/// (the bundled fixture lists files without hashes).
+fn with_record_hashes(root: &Path) {
+    use sha2::{Digest, Sha256};
+    let site = site(root);
+    for entry in std::fs::read_dir(&site).unwrap() {
+        let dir = entry.unwrap().path();
+        let record = dir.join("RECORD");
+        if !record.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&record).unwrap();
+        let mut out = String::new();
+        for line in text.lines() {
+            let path = line.split(',').next().unwrap();
+            let bytes = std::fs::read(site.join(path)).unwrap();
+            let digest = Sha256::digest(&bytes);
+            out.push_str(&format!(
+                "{path},sha256={},{}\n",
+                b64url(&digest),
+                bytes.len()
+            ));
+        }
+        std::fs::write(&record, out).unwrap();
+    }
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = String::new();
+    for &b in bytes {
+        bits = (bits << 8) | b as u32;
+        n += 8;
+        while n >= 6 {
+            n -= 6;
+            out.push(alphabet[((bits >> n) & 63) as usize] as char);
+        }
+    }
+    if n > 0 {
+        out.push(alphabet[((bits << (6 - n)) & 63) as usize] as char);
+    }
+    out
+}
+
+const PIP_LINE: &str = "pip install --force-reinstall --no-deps sglang==0.5.5";
+
+#[test]
+fn a_removed_ledger_cannot_make_a_patched_site_look_clean() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let original = hash_tree(&root);
+    let out = verb("status", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("no gatefix transactions"));
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(
+            "patched by gatefix: sglang/srt/layers/communicator.py (transaction 1; sglang 0.5.5)"
+        ),
+        "{text}"
+    );
+
+    std::fs::remove_dir_all(root.join(".gatefix")).unwrap();
+    let patched = hash_tree(&root);
+    for command in ["status", "revert"] {
+        let out = verb(command, &root, &[]);
+        let text = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{command}: {text}{}",
+            stderr(&out)
+        );
+        assert!(!text.contains("no gatefix transactions"), "{text}");
+        assert!(!text.contains("nothing to revert"), "{text}");
+        assert!(
+            text.contains("no ledger at")
+                && text.contains(".gatefix/ledger.git")
+                && text.contains("NOT BY GATEFIX: sglang/srt/layers/communicator.py differs from what pip installed (sglang 0.5.5 RECORD)")
+                && text.contains(PIP_LINE),
+            "{command}: {text}"
+        );
+        assert_eq!(hash_tree(&root), patched, "{command} wrote");
+    }
+    let out = verb("status", &root, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["way_back"], serde_json::json!([PIP_LINE]));
+    assert_eq!(doc["site_files"][0]["state"], "not-by-gatefix");
+
+    // A ledger at another place than the one that patched the site: the same report.
+    let (guard, root2) = venv_copy("fusion");
+    with_record_hashes(&root2);
+    assert_eq!(verb("apply", &root2, &[]).status.code(), Some(0));
+    let empty = guard.path().join("empty.git");
+    let out = verb("status", &root2, &["--ledger", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains(PIP_LINE));
+    // And with the ledger back in place, everything is explained and revert works.
+    assert_eq!(verb("revert", &root2, &[]).status.code(), Some(0));
+    let _ = original;
+}
+
+#[test]
+fn apply_refuses_to_stack_on_files_changed_by_someone_else() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let server_args = site(&root).join("sglang/srt/server_args.py");
+    let mut text = std::fs::read_to_string(&server_args).unwrap();
+    text.push_str("# a local hand edit\n");
+    std::fs::write(&server_args, text).unwrap();
+    let before = hash_tree(&root);
+    let out = verb("apply", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("sglang/srt/server_args.py (sglang 0.5.5) differ(s) from what pip installed")
+            && err.contains("nothing was written")
+            && err.contains(PIP_LINE),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+    let status = verb("status", &root, &[]);
+    assert_eq!(status.status.code(), Some(1));
+    assert!(stdout(&status).contains("NOT BY GATEFIX: sglang/srt/server_args.py"));
+}
+
+#[test]
+fn status_all_compares_every_installed_file_and_sees_a_reinstall() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    let comm = site(&root).join("flashinfer/jit/comm.py");
+    let intact = std::fs::read(&comm).unwrap();
+    let mut edited = intact.clone();
+    edited.extend_from_slice(b"# edited\n");
+    std::fs::write(&comm, &edited).unwrap();
+    assert_eq!(verb("status", &root, &[]).status.code(), Some(0));
+    let out = verb("status", &root, &["--all"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("NOT BY GATEFIX: flashinfer/jit/comm.py")
+            && text.contains("pip install --force-reinstall --no-deps flashinfer-python==0.7.2"),
+        "{text}"
+    );
+    std::fs::write(&comm, &intact).unwrap();
+
+    // A reinstall under an applied transaction: the file is back at RECORD's bytes.
+    let communicator = site(&root).join(COMMUNICATOR);
+    let pip_bytes = std::fs::read(&communicator).unwrap();
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    std::fs::write(&communicator, &pip_bytes).unwrap();
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("REINSTALLED: sglang/srt/layers/communicator.py is back at the bytes pip installed (sglang 0.5.5); transaction 1"),
+        "{text}"
+    );
+}
