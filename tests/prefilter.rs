@@ -21,7 +21,10 @@ fn summary(
                 g.line,
                 g.column,
                 g.form.name().to_string(),
-                g.predicate.to_string(),
+                match g.assumes {
+                    Some(name) => format!("(assumes {name}) {}", g.predicate),
+                    None => g.predicate.to_string(),
+                },
             )
         })
         .collect()
@@ -29,8 +32,12 @@ fn summary(
 
 #[test]
 fn every_fixture_gate_survives_the_prefilter_and_chunking() {
-    for entry in std::fs::read_dir("testdata/sites").unwrap() {
-        let root = entry.unwrap().path();
+    let sites = std::fs::read_dir("testdata/sites")
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        // The resolver fixtures are one site too: every pattern the semantic model reads.
+        .chain([std::path::PathBuf::from("testdata/resolve")]);
+    for root in sites {
         let exhaustive = summary(
             ScanOptions {
                 prefilter: false,

@@ -215,6 +215,8 @@ pub struct Site {
     /// Whether the site was recorded only because it compares a parameter (a parametric
     /// candidate): it is a gate only when the parameter resolves to a device value.
     pub parametric: bool,
+    /// Whether the site's own code holds a token (not only names derived from one).
+    pub own_token: bool,
     /// The innermost branch arm of its function the site sits in (`ModuleIr::branches`).
     pub branch: Option<usize>,
 }

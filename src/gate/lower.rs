@@ -1329,6 +1329,7 @@ impl<'a> Lowerer<'a> {
             expr,
             guards: self.guards.clone(),
             parametric,
+            own_token: self.archy(node),
             branch,
         };
         self.ir.sites.push(site);

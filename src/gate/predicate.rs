@@ -195,6 +195,34 @@ impl Pred {
         self.any_atom(&|atom| matches!(atom, Atom::Dev { .. } | Atom::Unknown(_)))
     }
 
+    /// Whether the predicate compares the device itself, or is unknown for a reason that
+    /// names a parameter: what makes a comparison on a parameter a gate.
+    pub fn reads_device_or_parameter(&self) -> bool {
+        self.any_atom(&|atom| match atom {
+            Atom::Dev { .. } => true,
+            Atom::Unknown(reason) => reason.starts_with("parameter `"),
+            _ => false,
+        })
+    }
+
+    /// Whether every arch-dependent atom is unknown only because resolution hit one of its
+    /// limits (depth, step budget, size, a cycle): nothing says the device is involved.
+    pub fn only_limit_unknowns(&self) -> bool {
+        const LIMITS: &[&str] = &[
+            "goes deeper than",
+            "too deep to resolve",
+            "exceeds the step budget",
+            "too many values depend on the device",
+            "too complex to summarise",
+            "depends on itself",
+        ];
+        !self.any_atom(&|atom| match atom {
+            Atom::Dev { .. } | Atom::Cuda { .. } => true,
+            Atom::Unknown(reason) => !LIMITS.iter().any(|l| reason.contains(l)),
+            Atom::Free(_) => false,
+        })
+    }
+
     fn any_atom(&self, test: &dyn Fn(&Atom) -> bool) -> bool {
         match self {
             Pred::Const(_) => false,

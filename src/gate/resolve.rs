@@ -103,11 +103,16 @@ pub struct Resolver<'a> {
     form_tokens: Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
     locals: Mutex<HashMap<LocalKey, (Val, Vec<String>)>>,
+    /// A binding read from a branch arm it is not in, joined with what came before it: by
+    /// module, function, binding, the read's arm and the unpacking position.
+    joins: Mutex<HashMap<JoinKey, Val>>,
     calls: Mutex<HashMap<(FuncRef, String), Val>>,
 }
 
 /// A local assignment: module, function, index of the assignment.
 type LocalKey = (usize, usize, usize);
+/// A join: module, function, binding, the read's arm, the unpacking position.
+type JoinKey = (usize, usize, usize, Option<usize>, Option<usize>);
 
 /// Steps one site may take; a safety net against pathological code, far above real gates.
 const STEP_BUDGET: u64 = 400_000;
@@ -170,7 +175,9 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
         }
     }
     out.retain(|(g, _)| *g != Pred::Const(false));
-    if out.len() > MAX_CHOICE_ARMS {
+    if out.len() > MAX_CHOICE_ARMS
+        || out.iter().map(|(g, _)| g.size()).sum::<usize>() > MAX_PRED_NODES
+    {
         return Val::Unknown("too many values depend on the device here".into());
     }
     if out.len() == 1 && out[0].0 == Pred::Const(true) {
@@ -214,6 +221,7 @@ impl<'a> Resolver<'a> {
             form_tokens: super::tokens::prefilter_tokens(&[]),
             globals: Mutex::new(HashMap::new()),
             locals: Mutex::new(HashMap::new()),
+            joins: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
         }
     }
@@ -435,6 +443,16 @@ impl<'a> Resolver<'a> {
             if joins >= MAX_CHOICE_ARMS {
                 return Some(value);
             }
+            let key = (
+                std::sync::Arc::as_ptr(module) as usize,
+                function,
+                index,
+                branch,
+                position,
+            );
+            if let Some(val) = self.joins.lock().expect("no poisoned lock").get(&key) {
+                return Some(val.clone());
+            }
             // The binding runs only where the arms between the read's arm and its own hold.
             let guard = self.arm_guard(module, function, arm, branch, depth);
             let before = self
@@ -449,10 +467,14 @@ impl<'a> Resolver<'a> {
                 )
                 .or_else(|| self.outer_value(name, module, function, depth))
                 .unwrap_or_else(|| Val::Free(name.to_string()));
-            return Some(choice(vec![
-                (guard.clone(), value),
-                (guard.negate(), before),
-            ]));
+            let joined = choice(vec![(guard.clone(), value), (guard.negate(), before)]);
+            if !budget_exhausted() {
+                self.joins
+                    .lock()
+                    .expect("no poisoned lock")
+                    .insert(key, joined.clone());
+            }
+            return Some(joined);
         }
         let ir = &module.functions[function];
         if let Some(position) = ir.params.iter().position(|p| p.name == name) {
@@ -1320,6 +1342,15 @@ fn bounded(pred: Pred, func: &FuncRef) -> Pred {
     }
 }
 
+/// A predicate, or unknown past `MAX_PRED_NODES`.
+fn bounded_val(pred: Pred) -> Val {
+    if pred.size() > MAX_PRED_NODES {
+        Val::Unknown("the condition is too complex to summarise".into())
+    } else {
+        Val::Pred(pred)
+    }
+}
+
 fn bound_scope<'s>(module: &'s SharedModule, env: &'s HashMap<String, Val>) -> Scope<'s> {
     Scope {
         module,
@@ -1649,14 +1680,14 @@ fn dev_atom(var: DevVar, op: CmpOp, rhs: Rhs) -> Val {
 fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
     // A choice compares arm by arm.
     if let Val::Choice(arms) = left {
-        return Val::Pred(Pred::or(
+        return bounded_val(Pred::or(
             arms.into_iter()
                 .map(|(g, v)| Pred::and(vec![g, to_pred(compare(v, op, right.clone(), text))]))
                 .collect(),
         ));
     }
     if let Val::Choice(arms) = right {
-        return Val::Pred(Pred::or(
+        return bounded_val(Pred::or(
             arms.into_iter()
                 .map(|(g, v)| Pred::and(vec![g, to_pred(compare(left.clone(), op, v, text))]))
                 .collect(),
@@ -1872,5 +1903,129 @@ fn meaning_value(meaning: crate::rules::ParamMeaning) -> Val {
         ParamMeaning::Capability => Val::Dev(DevVar::Cap),
         ParamMeaning::CapabilityObject => Val::DevObj,
         ParamMeaning::Any => Val::DevAny,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn major_ge(n: i64) -> Pred {
+        Pred::atom(
+            Atom::Dev {
+                var: DevVar::Major,
+                op: CmpOp::Ge,
+                rhs: Rhs::Int(n),
+            },
+            Form::CapabilityCompare,
+        )
+    }
+
+    #[test]
+    fn a_choice_joins_flattens_and_merges() {
+        let test = major_ge(10);
+        let joined = choice(vec![
+            (test.clone(), Val::Str("fast".into())),
+            (test.clone().negate(), Val::Str("slow".into())),
+        ]);
+        let Val::Choice(arms) = &joined else {
+            panic!("two values: {joined:?}")
+        };
+        assert_eq!(arms.len(), 2);
+        // One value on every arm is that value.
+        let same = choice(vec![
+            (test.clone(), Val::Int(1)),
+            (test.clone().negate(), Val::Int(1)),
+        ]);
+        assert!(matches!(same, Val::Int(1)), "{same:?}");
+        // Impossible arms go; an arm that always holds is the value.
+        let only = choice(vec![
+            (Pred::Const(false), Val::Int(2)),
+            (Pred::Const(true), Val::Int(3)),
+        ]);
+        assert!(matches!(only, Val::Int(3)), "{only:?}");
+        // A nested choice splits into its arms.
+        let nested = choice(vec![(Pred::Const(true), joined.clone())]);
+        assert!(matches!(nested, Val::Choice(ref a) if a.len() == 2));
+    }
+
+    #[test]
+    fn compare_distributes_over_a_choice() {
+        let test = major_ge(10);
+        let mode = choice(vec![
+            (test.clone(), Val::Str("fast".into())),
+            (test.clone().negate(), Val::Str("slow".into())),
+        ]);
+        let pred = to_pred(compare(
+            mode,
+            CmpOp::Eq,
+            Val::Str("fast".into()),
+            "mode == 'fast'",
+        ));
+        assert_eq!(pred.to_string(), "major >= 10");
+    }
+
+    #[test]
+    fn availability_tests_are_free() {
+        let val = compare(Val::DevObj, CmpOp::Is, Val::NoneV, "cap is None");
+        assert!(
+            matches!(val, Val::Free(ref t) if t == "cap is None"),
+            "{val:?}"
+        );
+        assert!(!to_pred(val).is_arch_dependent());
+    }
+
+    #[test]
+    fn an_assumed_capability_takes_the_spelling_of_its_comparison() {
+        let sm = to_pred(compare(Val::DevAny, CmpOp::Ge, Val::Int(90), "arch >= 90"));
+        assert_eq!(sm.to_string(), "sm >= 90");
+        let major = to_pred(compare(Val::DevAny, CmpOp::Eq, Val::Int(9), "cc == 9"));
+        assert_eq!(major.to_string(), "major == 9");
+        let pair = Val::Seq(vec![Val::Int(9), Val::Int(0)]);
+        let cap = to_pred(compare(Val::DevAny, CmpOp::Ge, pair, "cc >= (9, 0)"));
+        assert_eq!(cap.to_string(), "(major, minor) >= (9, 0)");
+        let set = Val::Seq(vec![Val::Int(90), Val::Int(100)]);
+        let member = to_pred(compare(Val::DevAny, CmpOp::In, set, "arch in (90, 100)"));
+        assert_eq!(member.to_string(), "sm in {90, 100}");
+    }
+
+    #[test]
+    fn subscripts_of_device_values_and_choices() {
+        assert!(matches!(
+            subscript(Val::DevAny, Val::Int(0), &Expr::Slice),
+            Val::Dev(DevVar::Major)
+        ));
+        assert!(matches!(
+            subscript(Val::Dev(DevVar::Cap), Val::Int(1), &Expr::Slice),
+            Val::Dev(DevVar::Minor)
+        ));
+        let test = major_ge(9);
+        let pick = choice(vec![
+            (test.clone(), Val::Dev(DevVar::Cap)),
+            (test.negate(), Val::Seq(vec![Val::Int(0), Val::Int(0)])),
+        ]);
+        let first = subscript(pick, Val::Int(0), &Expr::Slice);
+        assert!(
+            matches!(first, Val::Choice(ref arms) if arms.len() == 2),
+            "{first:?}"
+        );
+    }
+
+    #[test]
+    fn a_select_on_the_device_is_a_choice() {
+        let val = select(
+            major_ge(9),
+            Val::Str("cutlass".into()),
+            Val::Str("triton".into()),
+            &Expr::Slice,
+        );
+        assert!(matches!(val, Val::Choice(_)), "{val:?}");
+        let free = select(
+            Pred::free("x"),
+            Val::Str("a".into()),
+            Val::Str("b".into()),
+            &Expr::Slice,
+        );
+        assert!(matches!(free, Val::Free(_)), "{free:?}");
     }
 }

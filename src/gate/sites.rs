@@ -26,7 +26,17 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
             let assumes = take_assumptions();
             // A JIT call without an arch list compiles for every target: not a gate on its
             // own, but the kernel index needs to know the generator exists.
-            let keep = predicate.is_arch_dependent() || form == Form::JitArchList;
+            // A comparison on a parameter is a gate when the parameter is the device's value
+            // (or unknown by its name), not when resolving its callers merely gave up.
+            let keep = if site.parametric {
+                predicate.reads_device_or_parameter()
+            } else if !site.own_token && predicate.only_limit_unknowns() {
+                // Reached only through derived names and unknown only where resolution gave
+                // up: nothing shows the device is involved.
+                false
+            } else {
+                predicate.is_arch_dependent() || form == Form::JitArchList
+            };
             keep.then_some(ResolvedSite {
                 site_index,
                 form,
