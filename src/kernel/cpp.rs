@@ -191,26 +191,34 @@ fn matching(bytes: &[u8], open: usize, left: u8, right: u8) -> Option<usize> {
     None
 }
 
-/// A quoted `#include "path"` (system includes `<...>` are not the site's).
+/// An `#include "path"` or `#include <path>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Include {
     pub line: u32,
     pub path: String,
+    /// `<path>`: searched in the include folders only, and a system header when not there.
+    pub angled: bool,
 }
 
-/// The quoted includes, read from the original text at the directive lines.
+/// The includes, read from the original text at the directive lines.
 pub fn includes(text: &str, dirs: &[super::preproc::Directive]) -> Vec<Include> {
     let lines: Vec<&str> = text.split('\n').collect();
     dirs.iter()
         .filter(|d| d.kind == super::preproc::DirectiveKind::Include)
         .filter_map(|d| {
             let original = lines.get(d.line as usize - 1)?;
-            let start = original.find('"')? + 1;
-            let len = original[start..].find('"')?;
-            let path = &original[start..start + len];
+            let after = original.split_once("include")?.1.trim_start();
+            let (close, angled) = match after.chars().next()? {
+                '"' => ('"', false),
+                '<' => ('>', true),
+                _ => return None,
+            };
+            let rest = &after[1..];
+            let path = &rest[..rest.find(close)?];
             (!path.is_empty()).then(|| Include {
                 line: d.line,
                 path: path.to_string(),
+                angled,
             })
         })
         .collect()

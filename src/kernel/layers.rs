@@ -518,10 +518,11 @@ impl Verdict {
             Verdict::NotApplicable => "n/a",
         }
     }
-    /// Whether it closes the target: a generator is one build, and a kernel compiled out
-    /// inside it returns garbage on every path that launches it, so `partly` closes it too.
+    /// Whether it closes the target. `partly` does not: which kernels of a build a caller
+    /// launches is decided at run time, so a build with some kernels compiled out is covered
+    /// with a warning that names them (see `query::combined`).
     pub fn closes(self) -> bool {
-        matches!(self, Verdict::No | Verdict::Partly)
+        self == Verdict::No
     }
 }
 
@@ -706,6 +707,7 @@ pub fn device_layer(
     let mut closed = Vec::new();
     let mut unknown = Vec::new();
     let mut partial = Vec::new();
+    let mut notes = Vec::new();
     for file in &sources.files {
         if file.kernels.is_empty() {
             continue;
@@ -741,6 +743,15 @@ pub fn device_layer(
                     "{}:{line} `{}` ({at}) traps at {target} (asm trap / __trap)",
                     file.path, kernel.def.name
                 )),
+                // A guard that names no arch macro (`#ifdef ENABLE_FP8`) is the same at every
+                // target: not this layer's question, so a note, not an unknown.
+                KernelState::Unknown(g) if !g.is_some_and(|g| file.arch_guard(g)) => {
+                    notes.push(format!(
+                        "{} decides whether `{}` ({at}) has a body, the same at every target",
+                        guard_text(g),
+                        kernel.def.name
+                    ))
+                }
                 KernelState::Unknown(g) => unknown.push(format!(
                     "{} decides whether `{}` ({at}) has a body at {target}: it names a macro gatefix cannot know",
                     guard_text(g),
@@ -795,10 +806,14 @@ pub fn device_layer(
     }
     let read = sources.files.len();
     if total == 0 {
+        // The kernels come from headers not read (CUTLASS templates, generated sources): no
+        // guard gatefix reads decides; the layer does not apply, and says so.
         let mut answer = LayerAnswer::new(
             Layer::L3,
-            Verdict::Unknown,
-            format!("no __global__ kernel with a body in the {read} files read"),
+            Verdict::NotApplicable,
+            format!(
+                "no __global__ kernel with a body in the {read} files read (kernels from                  headers outside them, such as CUTLASS, are not evaluated)"
+            ),
         );
         answer.evidence = source_notes(&sources.set);
         return answer;
@@ -834,6 +849,7 @@ pub fn device_layer(
     answer.evidence.extend(closed);
     answer.evidence.extend(unknown);
     answer.evidence.extend(partial);
+    answer.evidence.extend(notes);
     if verdict == Verdict::Yes || verdict == Verdict::Unknown {
         answer.evidence.extend(source_notes(&sources.set));
     }
@@ -1062,8 +1078,8 @@ fn value(expr: &CExpr, target: Arch, rules: &LayerRules) -> Option<i64> {
     }
 }
 
-/// Combines layers: any `no` or `partly` closes the target; otherwise any `unknown` makes
-/// the answer unknown; `n/a` layers do not count.
+/// Combines layers: any `no` closes the target; otherwise any `unknown` makes the answer
+/// unknown; `partly` and `n/a` layers do not close it.
 pub fn combine(layers: &[LayerAnswer]) -> Verdict {
     if layers.iter().any(|l| l.verdict.closes()) {
         Verdict::No

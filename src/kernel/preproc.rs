@@ -208,7 +208,18 @@ fn tokenize(text: &str) -> Vec<Tok> {
             while i < bytes.len() && (bytes[i] == b'_' || bytes[i].is_ascii_alphanumeric()) {
                 i += 1;
             }
-            out.push(Tok::Ident(text[start..i].to_string()));
+            // C++'s alternative tokens (`and`, `or`, `not`) as the operators they spell.
+            out.push(match &text[start..i] {
+                "and" => Tok::Op("&&"),
+                "or" => Tok::Op("||"),
+                "not" => Tok::Op("!"),
+                "bitand" => Tok::Op("&"),
+                "bitor" => Tok::Op("|"),
+                "xor" => Tok::Op("^"),
+                "compl" => Tok::Op("~"),
+                "not_eq" => Tok::Op("!="),
+                word => Tok::Ident(word.to_string()),
+            });
         } else if b == b'\'' {
             // A character literal: its value is rarely what a guard tests; unknown.
             i += 1;
@@ -740,6 +751,14 @@ mod tests {
             Tri::No
         );
         assert_eq!(truth("FOO(1) > 2", &env), Tri::Unknown);
+        assert_eq!(
+            truth(
+                "(defined(__CUDA_ARCH__) and (__CUDA_ARCH__ >= 900)) or defined(IDE)",
+                &env
+            ),
+            Tri::Yes
+        );
+        assert_eq!(truth("not defined(__CUDA_ARCH__)", &env), Tri::No);
         assert_eq!(truth("(1", &env), Tri::Unknown);
         assert_eq!(truth("1 ? 2 : 0", &env), Tri::Yes);
         assert_eq!(eval("0x10 + 010 - 1u", &env), Some(23));

@@ -143,8 +143,9 @@ impl KernelIndex {
         KernelIndex::new(Vec::new(), JitIndex::build(site, scan))
     }
 
-    /// Whether `target` has a kernel for `requirement`: the layers combined (any `no` or
-    /// `partly` closes it, else any `unknown` makes it unknown). Evidence lines name the
+    /// Whether `target` has a kernel for `requirement`: the layers combined (any `no` closes
+    /// it, else any `unknown` makes it unknown; `partly` is covered with the compiled-out
+    /// kernels named in `how` and the evidence). Evidence lines name the
     /// layer that decided, with file:line.
     pub fn coverage(&self, requirement: &Requirement, target: Arch, site: &Site) -> Answer {
         self.coverage_layers(requirement, target, site).answer
@@ -421,8 +422,10 @@ fn combined(layers: &[LayerAnswer], listed: &Answer) -> Answer {
     match combine(layers) {
         Verdict::No => {
             let mut evidence = l2_lines;
-            for layer in others().filter(|l| l.verdict.closes()) {
-                evidence.extend(layer.cited());
+            for verdict in [Verdict::No, Verdict::Partly] {
+                for layer in others().filter(|l| l.verdict == verdict) {
+                    evidence.extend(layer.cited());
+                }
             }
             for layer in others().filter(|l| l.verdict == Verdict::Unknown) {
                 evidence.extend(layer.cited());
@@ -440,13 +443,19 @@ fn combined(layers: &[LayerAnswer], listed: &Answer) -> Answer {
             }
         }
         _ => {
-            let how = match listed {
+            let mut how = match listed {
                 Answer::Covered { how, .. } => how.clone(),
                 _ => "jit".into(),
             };
             let mut evidence = l2_lines;
             for layer in others().filter(|l| l.verdict != Verdict::NotApplicable) {
-                evidence.push(layer.cited().remove(0));
+                if layer.verdict == Verdict::Partly {
+                    // Covered with a warning: the kernels it would build empty or trapping.
+                    how = format!("{how}; PARTLY: {}", layer.summary);
+                    evidence.extend(layer.cited());
+                } else {
+                    evidence.push(layer.cited().remove(0));
+                }
             }
             Answer::Covered { how, evidence }
         }

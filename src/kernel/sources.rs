@@ -1,8 +1,9 @@
 //! The C++/CUDA sources a JIT generator compiles, read from its Python: the `sources` of the
 //! `gen_jit_spec(...)` / `JitSpec(...)` call in the generator's function (a list, or a name
 //! bound to lists in that function), each element a path built from a declared source folder
-//! constant (`jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu"`). Quoted `#include`s are
-//! then followed inside the site (bounded, each file once, so cycles end).
+//! constant (`jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu"`). `#include`s are then
+//! followed inside the site (quoted ones from the including folder first, `<...>` ones in the
+//! declared include folders) (bounded, each file once, so cycles end).
 //!
 //! Nothing is guessed: an element gatefix cannot resolve is listed as unresolved, and a
 //! generator with no resolved source says so.
@@ -485,7 +486,10 @@ fn follow_includes(root: &Path, rules: &LayerRules, set: &mut SourceSet) {
             .map(PathBuf::from)
             .unwrap_or_default();
         for include in super::cpp::includes(&text, &dirs) {
-            let mut candidates = vec![folder.join(&include.path)];
+            let mut candidates = Vec::new();
+            if !include.angled {
+                candidates.push(folder.join(&include.path));
+            }
             candidates.extend(
                 rules
                     .include_dirs
@@ -509,6 +513,8 @@ fn follow_includes(root: &Path, rules: &LayerRules, set: &mut SourceSet) {
                     });
                     if external {
                         set.external_includes += 1;
+                    } else if include.angled {
+                        // A system or toolkit header (`<cuda_fp16.h>`): not the site's.
                     } else {
                         set.missing_includes
                             .push(format!("{file}:{} \"{}\"", include.line, include.path));

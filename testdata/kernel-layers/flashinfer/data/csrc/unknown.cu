@@ -4,3 +4,10 @@ __global__ void fancy_kernel(float* out) {
   out[0] = 3.0f;
 #endif
 }
+
+// A body behind a build-flag macro alone: the same at every target, so not an arch guard.
+__global__ void fp8_kernel(float* out) {
+#ifdef ENABLE_FP8
+  out[0] = 8.0f;
+#endif
+}
