@@ -74,9 +74,12 @@ fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072
     ] {
         assert!(chain.iter().any(|e| e == hop), "{hop}: {chain:#?}");
     }
-    assert_eq!(
-        chain.last().unwrap(),
-        "flashinfer/jit/comm.py:60 supported_major_versions=[9, 10]"
+    // The generator's L2 line; the kernel layers' own lines (L3 guards, L4 checks) follow it.
+    assert!(
+        chain
+            .iter()
+            .any(|e| e == "flashinfer/jit/comm.py:60 supported_major_versions=[9, 10]"),
+        "{chain:#?}"
     );
 
     let new = audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-py"]).path());
@@ -133,8 +136,11 @@ fn counts(name: &str, doc: &Value) -> (usize, usize) {
 fn decided_share_and_stop_reasons_at_sm120() {
     let sglang = audit(wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-py"]).path());
     let (decided, admitted) = counts("sglang 0.5.23 + flashinfer 0.7.2", &sglang);
-    assert!(decided * 100 >= admitted * 7, "{decided}/{admitted}");
+    // The semantic model (issue 13) reports more gates (1,768 yes/no at sm_120, was 1,433), so
+    // the share fell from 7.3% to 5.1% at the same count of decided gates.
+    assert!(decided * 100 >= admitted * 5, "{decided}/{admitted}");
     let vllm = audit(wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]).path());
     let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1", &vllm);
-    assert!(decided * 100 >= admitted * 6, "{decided}/{admitted}");
+    // Likewise 1,594 yes/no gates (was 1,227): 4.2%, was 6.1%.
+    assert!(decided * 100 >= admitted * 4, "{decided}/{admitted}");
 }
