@@ -224,6 +224,17 @@ pub fn scan(site: &Site, rules: &Rules) -> ScanResult {
 
 /// Scans a site for gates, with explicit options.
 pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult {
+    scan_overlay(site, rules, options, &HashMap::new())
+}
+
+/// Scans a site as if the files named in `overlay` (relative, `/`) held those bytes: the
+/// same pipeline on edited text that is not written anywhere (apply's re-resolution check).
+pub fn scan_overlay(
+    site: &Site,
+    rules: &Rules,
+    options: ScanOptions,
+    overlay: &HashMap<String, Vec<u8>>,
+) -> ScanResult {
     let mut warnings = Vec::new();
     let files = python_files(&site.root, &mut warnings);
     let mut rule_names = rules.token_names();
@@ -238,8 +249,16 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
         .par_iter()
         .filter_map(|file| {
             with_read_buffer(|buffer| {
-                let len = read_into(&site.root.join(file), buffer).ok()?;
-                let bytes: &[u8] = &buffer[..len];
+                let edited = (!overlay.is_empty())
+                    .then(|| overlay.get(&relative(Path::new(""), file)))
+                    .flatten();
+                let bytes: &[u8] = match edited {
+                    Some(bytes) => bytes,
+                    None => {
+                        let len = read_into(&site.root.join(file), buffer).ok()?;
+                        &buffer[..len]
+                    }
+                };
                 // Where the tokens occur: the prefilter's answer, and what chunking starts from.
                 let token_starts: Vec<usize> = prefilter.starts(bytes).collect();
                 if options.prefilter && token_starts.is_empty() {

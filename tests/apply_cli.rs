@@ -542,3 +542,419 @@ fn a_git_lock_left_by_a_killed_ref_update_does_not_block_the_ledger() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stale.exists());
 }
+
+// ----- Fixes synthesized from the audit (testdata/venvs/synth: one gate per form) ---------
+
+const FIXES: &str = "sglang/srt/layers/fixes.py";
+
+fn synth_site(root: &Path) -> std::path::PathBuf {
+    root.join(FUSION_SITE)
+}
+
+/// The audit of the synth fixture at the given targets.
+fn audit_json(root: &Path, targets: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "audit".to_string(),
+        synth_site(root).display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "--fail-on".into(),
+        "none".into(),
+    ];
+    for t in targets {
+        args.push("--target".into());
+        args.push(t.to_string());
+    }
+    common::gatefix_json(args)
+}
+
+/// The id of the one gate in `file` inside `function`.
+fn gate_id(doc: &serde_json::Value, file: &str, function: &str) -> String {
+    let ids: Vec<String> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == file && g["function"] == function)
+        .map(|g| g["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 1, "one gate in {file} {function}: {ids:?}");
+    ids[0].clone()
+}
+
+/// The ready synthesized fixes of an apply's output (patch ids) and the gates with no fix.
+fn synth_lines(text: &str) -> (Vec<String>, Vec<String>) {
+    let ready = text
+        .lines()
+        .filter(|l| l.starts_with("gate-") && l.contains("[unsafe fix]"))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    let none = text
+        .lines()
+        .filter(|l| l.starts_with("gate ") && l.contains("no fix"))
+        .map(str::to_string)
+        .collect();
+    (ready, none)
+}
+
+#[test]
+fn synthesized_fixes_are_unsafe_and_need_a_selection() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let out = apply(&root, &["--all-opportunities"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("add --unsafe-fixes"),
+        "{}",
+        stderr(&out)
+    );
+    let out = apply(&root, &["--unsafe-fixes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("needs a selection"),
+        "{}",
+        stderr(&out)
+    );
+    let out = apply(&root, &["--unsafe-fixes", "--gate", "ffffffffffff"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // Without a selection nothing synthesized is offered: the curated patches are not for
+    // this site, so there is nothing to do.
+    let out = apply(&root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(synth_lines(&stdout(&out)).0, Vec::<String>::new());
+    assert_eq!(hash_tree(&root), before);
+}
+
+#[test]
+fn every_synthesized_form_and_the_ones_without_a_fix() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let out = apply(
+        &root,
+        &[
+            "--dry-run",
+            "--unsafe-fixes",
+            "--all-opportunities",
+            "--close-traps",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let (ready, none) = synth_lines(&text);
+    assert_eq!(ready.len(), 7, "{text}");
+    // The semantic model also reports the cached flag's definition (`_is_sm90 = ...`, a store
+    // to a name) as a gate of its own; its use is the edit that is offered.
+    assert_eq!(none.len(), 2, "{text}");
+    assert!(
+        none[0]
+            .contains("fixes.py:12 (cached-flag, open): no fix: every candidate edit was refused"),
+        "{text}"
+    );
+    assert!(
+        none[1].contains("fixes.py:58 (capability-compare, open): no fix: no synthesizable edit for a capability-compare")
+            && none[1].contains("range compare"),
+        "{text}"
+    );
+    for line in [
+        "+from sglang.srt.utils import is_sm120_supported",
+        "+    if is_sm90_supported() or is_sm120_supported():",
+        "+    if not (is_sm90_supported() or is_sm100_supported() or is_sm120_supported()):",
+        "+    if major in (9, 10, 12):",
+        "+    if torch.cuda.get_device_capability() in ((10, 0), (12, 0)):",
+        "+    if _is_sm90 or is_sm120_supported():",
+        "+    if (is_blackwell_supported() and not is_sm120_supported()):",
+        "+    if current_platform.is_device_capability_family(100) or current_platform.is_device_capability_family(120):",
+    ] {
+        assert!(text.contains(line), "missing {line}:\n{text}");
+    }
+    // Each fix says its class, gate, predicates and evidence.
+    assert!(text.contains("before  major in {9, 10}"), "{text}");
+    assert!(text.contains("after   major in {9, 10, 12}"), "{text}");
+    assert!(
+        text.contains("kernel  flashinfer/jit/comm.py:7 supported_major_versions=[9, 10, 12]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("synthesized from gate 8cc81417b73d3404 (close)"),
+        "{text}"
+    );
+    assert_eq!(hash_tree(&root), before, "a dry run writes nothing");
+}
+
+#[test]
+fn synthesized_fixes_open_their_gates_in_a_fresh_audit_and_revert_byte_for_byte() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let targets = ["sm_90", "sm_100", "sm_103", "sm_120"];
+    let audit_before = audit_json(&root, &targets);
+    let out = apply(
+        &root,
+        &["--unsafe-fixes", "--all-opportunities", "--close-traps"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("applied as transaction 1"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("next: run your smoke test"),
+        "{}",
+        stdout(&out)
+    );
+    let audit_after = audit_json(&root, &targets);
+    assert_eq!(
+        audit_after["warnings"],
+        serde_json::json!([]),
+        "every fix re-parses"
+    );
+    let verdict = |doc: &serde_json::Value, function: &str, target: &str| {
+        doc["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["function"] == function)
+            .map(|g| g["verdict"][target].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    for function in [
+        "helper_call",
+        "raise_guard",
+        "membership",
+        "equality",
+        "flag_use",
+        "allreduce_backend",
+    ] {
+        assert_eq!(verdict(&audit_before, function, "sm_120"), ["opportunity"]);
+        assert_eq!(
+            verdict(&audit_after, function, "sm_120"),
+            ["open"],
+            "{function}"
+        );
+    }
+    assert_eq!(verdict(&audit_before, "trap", "sm_120"), ["trap"]);
+    assert_eq!(verdict(&audit_after, "trap", "sm_120"), ["wall"]);
+    // Every gate's admission at the other targets is unchanged (gates in source order).
+    let admissions = |doc: &serde_json::Value| {
+        doc["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["file"].as_str().unwrap().to_string(),
+                    g["function"].as_str().unwrap_or("").to_string(),
+                    ["sm_90", "sm_100", "sm_103"]
+                        .iter()
+                        .map(|t| g["admits"][t].as_str().unwrap().to_string())
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(admissions(&audit_before), admissions(&audit_after));
+
+    let status = common::gatefix_json([
+        "status".to_string(),
+        "--venv".into(),
+        root.display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let patches = status["applied"][0]["patches"].as_array().unwrap();
+    assert_eq!(patches.len(), 7);
+    assert!(patches.iter().all(|p| p["class"] == "unsafe"), "{status}");
+    let human = stdout(&command("status", &root, &[]));
+    assert!(human.contains("unsafe"), "{human}");
+
+    let out = command("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), before, "revert is byte-identical");
+}
+
+#[test]
+fn gates_are_selected_by_id_and_refusals_say_why() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let doc = audit_json(&root, &["sm_120"]);
+    let membership = gate_id(&doc, FIXES, "membership");
+    let range = gate_id(&doc, FIXES, "range_compare");
+    let trap = gate_id(&doc, FIXES, "trap");
+    let open = gate_id(&doc, "flashinfer/jit/comm.py", "gen_trtllm_comm_module");
+
+    let out = apply(
+        &root,
+        &["--dry-run", "--unsafe-fixes", "--gate", &membership[..10]],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (ready, none) = synth_lines(&stdout(&out));
+    assert_eq!(ready, [format!("gate-{}-open-sm_120", &membership[..12])]);
+    assert!(none.is_empty());
+
+    for (id, exit, why) in [
+        (&range, 3, "a range compare"),
+        (&trap, 3, "closing it needs --close-traps"),
+        (&open, 3, "its verdict at sm_120 is open"),
+    ] {
+        let out = apply(&root, &["--dry-run", "--unsafe-fixes", "--gate", id]);
+        assert_eq!(out.status.code(), Some(exit), "{}", stdout(&out));
+        let (ready, none) = synth_lines(&stdout(&out));
+        assert!(ready.is_empty(), "{ready:?}");
+        assert_eq!(none.len(), 1, "{none:?}");
+        assert!(none[0].contains(why), "{none:?}");
+    }
+    let out = apply(
+        &root,
+        &[
+            "--dry-run",
+            "--unsafe-fixes",
+            "--close-traps",
+            "--gate",
+            &trap,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(synth_lines(&stdout(&out)).0.len(), 1);
+    assert_eq!(hash_tree(&root), before);
+}
+
+#[test]
+fn emitted_patches_apply_as_curated_ones_and_revert_byte_for_byte() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let emitted = tempfile::tempdir().unwrap();
+    let doc = audit_json(&root, &["sm_120"]);
+    let helper = gate_id(&doc, FIXES, "helper_call");
+    let method = gate_id(&doc, "vllm/fusion.py", "allreduce_backend");
+    let dir = emitted.path().display().to_string();
+    let out = apply(
+        &root,
+        &[
+            "--dry-run",
+            "--unsafe-fixes",
+            "--gate",
+            &helper,
+            "--gate",
+            &method,
+            "--emit-patches",
+            &dir,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), before);
+    let mut files: Vec<_> = std::fs::read_dir(emitted.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let text: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(emitted.path().join(f)).unwrap())
+        .collect();
+    assert!(text.contains("versions = \"==0.5.99\""), "{text}");
+    assert!(text.contains("versions = \"==0.99.0\""), "{text}");
+    assert!(text.contains("# predicate before: major == 10\n"), "{text}");
+    assert!(
+        text.contains("anchor = { function = \"allreduce_backend\", gate = \"current_platform.is_device_capability_family(100)\" }"),
+        "{text}"
+    );
+    let out = run(["rules", "check", "--patches", &dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = apply(&root, &["--patches", &dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("[safe fix]"), "{text}");
+    assert!(!text.contains("[unsafe fix]"), "{text}");
+    let patched = std::fs::read_to_string(synth_site(&root).join(FIXES)).unwrap();
+    assert!(patched.contains("if is_sm90_supported() or is_sm120_supported():"));
+    let again = apply(&root, &["--patches", &dir]);
+    assert!(
+        stdout(&again).contains("already applied"),
+        "{}",
+        stdout(&again)
+    );
+    let out = command("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), before);
+}
+
+#[test]
+fn verify_passing_keeps_the_transaction() {
+    let (_guard, root) = venv_copy("synth");
+    let doc = audit_json(&root, &["sm_120"]);
+    let helper = gate_id(&doc, FIXES, "helper_call");
+    let out = apply(
+        &root,
+        &["--unsafe-fixes", "--gate", &helper, "--verify", "exit 0"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("verify: `exit 0` passed"),
+        "{}",
+        stdout(&out)
+    );
+    let status = stdout(&command("status", &root, &[]));
+    assert!(status.contains("transaction 1"), "{status}");
+}
+
+#[test]
+fn verify_failing_crashing_or_timing_out_reverts_at_once() {
+    for (command_text, timeout, what) in [
+        (
+            "echo smoke test output; echo boom >&2; exit 7",
+            "60",
+            "exited with status 7",
+        ),
+        ("kill -SEGV $$", "60", "killed by signal 11"),
+        ("sleep 30", "1", "timed out after 1 s"),
+    ] {
+        let (_guard, root) = venv_copy("synth");
+        let before = hash_tree(&root);
+        let doc = audit_json(&root, &["sm_120"]);
+        let helper = gate_id(&doc, FIXES, "helper_call");
+        let started = std::time::Instant::now();
+        let out = apply(
+            &root,
+            &[
+                "--unsafe-fixes",
+                "--gate",
+                &helper,
+                "--verify",
+                command_text,
+                "--verify-timeout",
+                timeout,
+            ],
+        );
+        assert!(started.elapsed().as_secs() < 20, "the timeout holds");
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(stderr(&out).contains(what), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("verify failed: transaction 1 reverted as transaction 2"),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(
+            hash_tree(&root),
+            before,
+            "{command_text}: byte-identical after the revert"
+        );
+        let status = stdout(&command("status", &root, &[]));
+        assert!(status.contains("no transaction in effect"), "{status}");
+        let log = stdout(&command("log", &root, &[]));
+        assert!(log.contains("verify failed, revert 1"), "{log}");
+        if command_text.contains("boom") {
+            let ledger = root.join(".gatefix/ledger.git");
+            let message = std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(&ledger)
+                .args(["log", "-1", "--format=%B", "main"])
+                .output()
+                .unwrap();
+            let message = String::from_utf8_lossy(&message.stdout);
+            assert!(message.contains("Gatefix-Verify-Failed: 1"), "{message}");
+            assert!(message.contains("boom"), "{message}");
+            assert!(message.contains("smoke test output"), "{message}");
+        }
+    }
+}

@@ -19,6 +19,9 @@ use crate::rules::Rules;
 use crate::scan::{ScanOptions, scan_with};
 use crate::site::Site;
 
+mod synthesis;
+mod verify;
+
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
     /// The GPU to open gates for: sm_120, sm120, 12.0, 120 ...
@@ -41,6 +44,33 @@ pub struct ApplyArgs {
     /// Read rules from this folder's *.toml instead of the embedded ones.
     #[arg(long, value_name = "DIR")]
     pub rules: Option<PathBuf>,
+    /// Also apply fixes synthesized from the audit (unsafe fixes; they need a selection:
+    /// --gate, --all-opportunities or --close-traps).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// A gate to fix, by its id from `gatefix audit` (a unique prefix will do; repeatable).
+    #[arg(long = "gate", value_name = "ID")]
+    pub gates: Vec<String>,
+    /// Fix every gate whose verdict at the target is `opportunity`.
+    #[arg(long)]
+    pub all_opportunities: bool,
+    /// Narrow gates whose verdict at the target is `trap` (all of them, or those named with
+    /// --gate).
+    #[arg(long)]
+    pub close_traps: bool,
+    /// With --dry-run: write each synthesized fix to DIR as a patch file (the curated format).
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    pub emit_patches: Option<PathBuf>,
+    /// After writing, run CMD (through `sh -c`); a non-zero exit, a crash or the timeout
+    /// reverts the transaction at once and apply exits 3.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Seconds --verify's command may run.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub verify_timeout: u64,
+    /// CUDA version for `cuda >= X` atoms when synthesizing; default: the site's torch.
+    #[arg(long, value_name = "X.Y")]
+    pub cuda: Option<String>,
 }
 
 pub fn run(args: ApplyArgs) -> Result<i32> {
@@ -79,12 +109,31 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         force_unverified: args.force_unverified,
         kernels: &kernels,
     };
-    let plan = plan::plan(&selected, &input);
+    let curated_plan = plan::plan(&selected, &input);
+    let synthesized = match synthesis::wanted(&args)? {
+        None => Vec::new(),
+        Some(request) => synthesis::run(&site, &rules, &args, &request, &curated_plan)?,
+    };
+    drop(curated_plan);
+    let fixes: Vec<&Patch> = synthesized
+        .iter()
+        .filter_map(|o| o.fix.as_ref().ok())
+        .collect();
+    let mut all = selected.clone();
+    all.extend(fixes.iter().copied());
+    let plan = plan::plan(&all, &input);
     fault::point("plan made");
     print!("{}", render::plan(&plan, args.target));
-    let code = exit_code(&plan, !args.patches.is_empty());
+    print!("{}", render::no_fixes(&synthesized));
+    let mut code = exit_code(&plan, !args.patches.is_empty());
+    if !args.gates.is_empty() && synthesized.iter().any(|o| o.fix.is_err()) {
+        code = exit::REFUSED;
+    }
     if args.dry_run {
         print!("{}", render::diffs(&plan));
+        if let Some(dir) = &args.emit_patches {
+            emit(dir, &plan)?;
+        }
         eprintln!("gatefix: dry run: nothing was written");
         return Ok(code);
     }
@@ -105,13 +154,67 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         })
         .collect();
     let number = txn::run(&ledger, &meta, &changes)?;
-    fault::report();
     println!(
         "applied as transaction {number}: {} file(s) changed; ledger {}",
         changes.len(),
         ledger.dir.display()
     );
+    match &args.verify {
+        None => {
+            println!(
+                "next: run your smoke test (a tiny forward pass, `pytest -x tests/smoke.py`), or let gatefix do it and revert on failure: \
+                 gatefix revert {}; gatefix apply {} ... --verify 'CMD'",
+                number, args.target
+            );
+        }
+        Some(command) => {
+            fault::point("verify started");
+            match verify::run(command, std::time::Duration::from_secs(args.verify_timeout)) {
+                Ok(()) => println!("verify: `{command}` passed"),
+                Err(failure) => {
+                    eprintln!("gatefix: verify: `{command}` {}", failure.what);
+                    for line in &failure.tail {
+                        eprintln!("  | {line}");
+                    }
+                    let why = format!(
+                        "command: {command}\nresult: {}\nlast lines:\n{}",
+                        failure.what,
+                        failure.tail.join("\n")
+                    );
+                    let outcome =
+                        crate::ledger::revert::revert_verify_failed(&ledger, number, &why)?;
+                    if let crate::ledger::revert::Outcome::Reverted { txn, restored, .. } = outcome
+                    {
+                        println!(
+                            "verify failed: transaction {number} reverted as transaction {txn}: {} file(s) restored",
+                            restored.len()
+                        );
+                    }
+                    fault::report();
+                    return Ok(exit::REFUSED);
+                }
+            }
+        }
+    }
+    fault::report();
     Ok(code)
+}
+
+/// Writes every ready synthesized fix as a patch file of the curated format.
+fn emit(dir: &std::path::Path, plan: &plan::Plan) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for patch in plan.ready().filter(|p| p.patch.synth.is_some()) {
+        let path = dir.join(format!("{}.toml", patch.patch.id));
+        std::fs::write(&path, patch.patch.to_toml()).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        eprintln!("gatefix: wrote {}", path.display());
+    }
+    Ok(())
 }
 
 fn select<'p>(set: &'p PatchSet, ids: &[String]) -> Result<Vec<&'p Patch>> {
@@ -191,10 +294,12 @@ fn apply_meta(plan: &plan::Plan, target: Arch) -> Meta {
             .map(|p| PatchEntry {
                 id: p.patch.id.clone(),
                 verified: matches!(p.decision, Decision::Ready { verified: true }),
+                class: p.patch.class.word().to_string(),
             })
             .collect(),
         dists,
         reverts: Vec::new(),
+        verify_failed: None,
         subject: format!("apply {target}: {}", ids.join(", ")),
         body: render::evidence_body(&ready),
     }

@@ -471,6 +471,9 @@ fn human_status(status: &Status) -> String {
             r.files.len(),
             r.files.join(", ")
         );
+        for p in &r.patches {
+            let _ = writeln!(out, "  {}: {} fix", p.id, p.class);
+        }
     }
     for p in &status.unverified {
         let _ = writeln!(

@@ -42,6 +42,9 @@ impl Kind {
 pub struct PatchEntry {
     pub id: String,
     pub verified: bool,
+    /// `safe` (a curated patch) or `unsafe` (a fix synthesized from the audit); the third
+    /// word of the `Gatefix-Patch` trailer, `safe` when absent (older ledgers).
+    pub class: String,
 }
 
 /// One ledger commit, as its trailers describe it.
@@ -58,6 +61,8 @@ pub struct Record {
     pub dists: Vec<String>,
     pub reverts: Vec<u32>,
     pub files: Vec<String>,
+    /// On a revert made because `apply --verify` failed: the transaction it undid.
+    pub verify_failed: Option<u32>,
     pub time: i64,
     pub subject: String,
 }
@@ -76,6 +81,8 @@ pub const TRAILER_PATCH: &str = "Gatefix-Patch";
 pub const TRAILER_DIST: &str = "Gatefix-Dist";
 pub const TRAILER_REVERTS: &str = "Gatefix-Reverts";
 pub const TRAILER_FILE: &str = "Gatefix-File";
+/// On a revert made because `apply --verify CMD` failed: the transaction it undid.
+pub const TRAILER_VERIFY_FAILED: &str = "Gatefix-Verify-Failed";
 
 impl History {
     pub fn read(ledger: &Ledger) -> Result<History> {
@@ -186,10 +193,13 @@ fn parse(commit: &Commit) -> Option<Record> {
         .find(|k| k.word() == action)?;
     let patches = get(TRAILER_PATCH)
         .map(|v| {
-            let (id, status) = v.split_once(' ').unwrap_or((&v, "verified"));
+            let mut words = v.split_whitespace();
+            let id = words.next().unwrap_or("");
+            let status = words.next().unwrap_or("verified");
             PatchEntry {
                 id: id.to_string(),
-                verified: status.trim() != "unverified",
+                verified: status != "unverified",
+                class: words.next().unwrap_or("safe").to_string(),
             }
         })
         .collect();
@@ -210,6 +220,9 @@ fn parse(commit: &Commit) -> Option<Record> {
             })
             .collect(),
         files: get(TRAILER_FILE).collect(),
+        verify_failed: get(TRAILER_VERIFY_FAILED)
+            .next()
+            .and_then(|v| v.parse().ok()),
         time: commit.time().seconds(),
         subject: message
             .lines()

@@ -28,6 +28,21 @@ pub enum Outcome {
 
 /// Reverts; the caller holds the lock and has recovered any interrupted transaction.
 pub fn revert(ledger: &Ledger, which: Which, force: bool) -> Result<Outcome> {
+    revert_noting(ledger, which, force, None)
+}
+
+/// Undoes the transaction `apply --verify CMD` just made, because CMD failed: the revert's
+/// commit says so (`Gatefix-Verify-Failed`) and keeps the command's last lines in its body.
+pub fn revert_verify_failed(ledger: &Ledger, txn: u32, why: &str) -> Result<Outcome> {
+    revert_noting(ledger, Which::Txn(txn), false, Some((txn, why)))
+}
+
+fn revert_noting(
+    ledger: &Ledger,
+    which: Which,
+    force: bool,
+    verify_failed: Option<(u32, &str)>,
+) -> Result<Outcome> {
     let history = History::read(ledger)?;
     let active = history.active_applies();
     let selected: Vec<&Record> = match which {
@@ -88,7 +103,14 @@ pub fn revert(ledger: &Ledger, which: Which, force: bool) -> Result<Outcome> {
         };
         save_drift(ledger, &context, &drift)?;
     }
-    let meta = revert_meta(&selected, &reverted);
+    let mut meta = revert_meta(&selected, &reverted);
+    if let Some((n, why)) = verify_failed {
+        meta.verify_failed = Some(n);
+        meta.subject = format!("verify failed, {}", meta.subject);
+        meta.body = format!(
+            "`gatefix apply --verify` failed after transaction {n}; every file is back at its bytes before it.\n\n{why}"
+        );
+    }
     let txn = txn::run(ledger, &meta, &changes)?;
     Ok(Outcome::Reverted {
         txn,
@@ -178,6 +200,7 @@ fn revert_meta(selected: &[&Record], reverted: &[u32]) -> Meta {
         patches: Vec::new(),
         dists: Vec::new(),
         reverts: reverted.to_vec(),
+        verify_failed: None,
         subject: format!("revert {}: {}", list.join(", "), patches.join(", ")),
         body: "Every file is back at the bytes it had before the reverted transaction(s).".into(),
     }

@@ -19,7 +19,7 @@ use super::fault;
 use super::fsio::{remove_stale_bytecode, remove_temp, replace_file};
 use super::history::{
     History, Kind, PatchEntry, Record, TRAILER_DIST, TRAILER_FILE, TRAILER_KIND, TRAILER_PATCH,
-    TRAILER_PHASE, TRAILER_REVERTS, TRAILER_TARGET, TRAILER_TXN, message,
+    TRAILER_PHASE, TRAILER_REVERTS, TRAILER_TARGET, TRAILER_TXN, TRAILER_VERIFY_FAILED, message,
 };
 use super::{Ledger, MAIN, PENDING};
 use crate::error::{Error, Result};
@@ -41,6 +41,8 @@ pub struct Meta {
     pub patches: Vec<PatchEntry>,
     pub dists: Vec<String>,
     pub reverts: Vec<u32>,
+    /// A revert made because `apply --verify` failed: the transaction it undoes.
+    pub verify_failed: Option<u32>,
     pub subject: String,
     pub body: String,
 }
@@ -61,7 +63,12 @@ impl Meta {
             } else {
                 "unverified"
             };
-            t.push((TRAILER_PATCH, format!("{} {status}", patch.id)));
+            let entry = if patch.class == "safe" {
+                format!("{} {status}", patch.id)
+            } else {
+                format!("{} {status} {}", patch.id, patch.class)
+            };
+            t.push((TRAILER_PATCH, entry));
         }
         for dist in &self.dists {
             t.push((TRAILER_DIST, dist.clone()));
@@ -69,6 +76,9 @@ impl Meta {
         if !self.reverts.is_empty() {
             let list: Vec<String> = self.reverts.iter().map(|n| n.to_string()).collect();
             t.push((TRAILER_REVERTS, list.join(",")));
+        }
+        if let Some(n) = self.verify_failed {
+            t.push((TRAILER_VERIFY_FAILED, n.to_string()));
         }
         for file in files {
             t.push((TRAILER_FILE, file.to_string()));
@@ -394,6 +404,7 @@ fn rollback_message(begin: &Record, subject: &str) -> String {
         patches: begin.patches.clone(),
         dists: begin.dists.clone(),
         reverts: begin.reverts.clone(),
+        verify_failed: begin.verify_failed,
         subject: subject.to_string(),
         body: String::new(),
     };

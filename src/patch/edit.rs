@@ -256,6 +256,7 @@ fn anchored(node: Node, src: &[u8], action: &Action) -> EditState {
         hit: at.clone(),
     };
     match action {
+        Action::OrExtend(alt) if already_extended(node, src, alt) => EditState::Applied { hit: at },
         Action::OrExtend(alt) => ready(or_extend(node, alt)),
         Action::AddMember(member) => match add_member(node, src, member) {
             Ok(Some(r)) => ready(vec![r]),
@@ -272,10 +273,37 @@ fn anchored(node: Node, src: &[u8], action: &Action) -> EditState {
     }
 }
 
+/// Whether the anchored expression is already `... or alt`: inside its parentheses, or as
+/// the left operand of an `or` whose right operand is `alt` (the anchor still matches then).
+fn already_extended(node: Node, src: &[u8], alt: &str) -> bool {
+    let Some((want, _)) = expression_tokens(alt) else {
+        return false;
+    };
+    let right_is_alt = |or: Node| {
+        or.kind() == "boolean_operator"
+            && or
+                .child_by_field_name("operator")
+                .is_some_and(|op| op.kind() == "or")
+            && or
+                .child_by_field_name("right")
+                .is_some_and(|r| owned(tokens(r, src)) == want)
+    };
+    if node.kind() == "parenthesized_expression"
+        && let Some(inner) = node.named_child(0)
+        && right_is_alt(inner)
+    {
+        return true;
+    }
+    node.parent().is_some_and(|parent| {
+        right_is_alt(parent)
+            && parent.child_by_field_name("left").map(|l| l.id()) == Some(node.id())
+    })
+}
+
 /// `gate` → `gate or alt`: inside the parentheses of a parenthesised gate, plain after an
 /// `or` chain or as a whole condition, and wrapped in parentheses anywhere precedence could
 /// change what the new `or` binds to.
-fn or_extend(node: Node, alt: &str) -> Vec<Replacement> {
+pub fn or_extend(node: Node, alt: &str) -> Vec<Replacement> {
     if node.kind() == "parenthesized_expression"
         && let Some(inner) = node.named_child(0)
     {
@@ -576,6 +604,22 @@ mod tests {
         );
         let (again, _) = run(&new, gate("(a or b)", Some("f")), action);
         assert!(matches!(again, EditState::Applied { .. }), "{again:?}");
+    }
+
+    #[test]
+    fn or_extend_of_a_bare_call_is_applied_once() {
+        let action = Action::OrExtend("c()".into());
+        for (src, want) in [
+            ("if a():\n    pass\n", "if a() or c():\n    pass\n"),
+            ("x = p and a()\n", "x = p and (a() or c())\n"),
+        ] {
+            let (state, new) = run(src, gate("a()", None), action.clone());
+            assert!(matches!(state, EditState::Ready { .. }));
+            assert_eq!(new, want);
+            let (again, same) = run(&new, gate("a()", None), action.clone());
+            assert!(matches!(again, EditState::Applied { .. }), "{again:?}");
+            assert_eq!(same, new);
+        }
     }
 
     #[test]

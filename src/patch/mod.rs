@@ -5,6 +5,7 @@ pub mod edit;
 pub mod model;
 pub mod plan;
 pub mod syntax;
+pub mod synth;
 
-pub use model::{Action, Anchor, AnchorTarget, Edit, Patch, PatchSet};
+pub use model::{Action, Anchor, AnchorTarget, Edit, FixClass, Patch, PatchSet, SynthInfo};
 pub use plan::{Decision, FileChange, PatchPlan, Plan, plan};

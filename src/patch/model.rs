@@ -47,9 +47,40 @@ pub struct Patch {
     pub requires: Vec<Requirement>,
     /// Where the patch was read from, for messages.
     pub source: PathBuf,
+    /// Curated patches (files) are safe; fixes synthesized from the audit are unsafe.
+    pub class: FixClass,
+    /// For a synthesized fix: the gate, its predicate before and after, the kernel evidence.
+    pub synth: Option<SynthInfo>,
 }
 
+/// Fix safety, as ruff has it: safe fixes apply by default, unsafe ones only when asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixClass {
+    Safe,
+    Unsafe,
+}
+
+impl FixClass {
+    pub fn word(self) -> &'static str {
+        match self {
+            FixClass::Safe => "safe",
+            FixClass::Unsafe => "unsafe",
+        }
+    }
+}
+
+/// What a synthesized fix was built from.
 #[derive(Debug, Clone)]
+pub struct SynthInfo {
+    pub gate_id: String,
+    /// `open` (an opportunity) or `close` (a trap).
+    pub mode: String,
+    pub before: String,
+    pub after: String,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
     /// Relative to the site root, `/`-separated, checked to stay inside it.
     pub file: String,
@@ -284,6 +315,8 @@ pub fn parse_patch(path: &Path, text: &str) -> Result<Patch> {
         edits,
         requires,
         source: path.to_path_buf(),
+        class: FixClass::Safe,
+        synth: None,
     })
 }
 
@@ -452,5 +485,71 @@ impl Patch {
             }
         }
         files
+    }
+}
+
+impl Patch {
+    /// The patch as a file of `patches/` (the curated format): `parse_patch` reads it back
+    /// to the same patch. A synthesized fix's gate, predicates and evidence become comments.
+    pub fn to_toml(&self) -> String {
+        let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let mut out = String::new();
+        if let Some(info) = &self.synth {
+            out.push_str(&format!(
+                "# Synthesized by gatefix ({} fix) from gate {} ({}).\n",
+                self.class.word(),
+                info.gate_id,
+                info.mode
+            ));
+            out.push_str(&format!("# predicate before: {}\n", info.before));
+            out.push_str(&format!("# predicate after:  {}\n", info.after));
+            for line in &info.evidence {
+                out.push_str(&format!("# evidence: {line}\n"));
+            }
+        }
+        out.push_str(&format!("id = {}\n", q(&self.id)));
+        out.push_str(&format!("summary = {}\n", q(&self.summary)));
+        out.push_str(&format!("dist = {}\n", q(&self.dist)));
+        out.push_str(&format!("versions = {}\n", q(&self.versions_text)));
+        let targets: Vec<String> = self.targets.iter().map(|t| q(&t.to_string())).collect();
+        out.push_str(&format!("targets = [{}]\n", targets.join(", ")));
+        for edit in &self.edits {
+            out.push_str(&format!("\n[[edit]]\nfile = {}\n", q(&edit.file)));
+            if let Some(anchor) = &edit.anchor {
+                let mut parts = Vec::new();
+                if let Some(function) = &anchor.function {
+                    parts.push(format!("function = {}", q(function)));
+                }
+                match &anchor.target {
+                    AnchorTarget::Gate(text) => parts.push(format!("gate = {}", q(text))),
+                    AnchorTarget::Statement(text) => parts.push(format!("statement = {}", q(text))),
+                }
+                out.push_str(&format!("anchor = {{ {} }}\n", parts.join(", ")));
+            }
+            let action = match &edit.action {
+                Action::OrExtend(t) => format!("or_extend = {}", q(t)),
+                Action::AddMember(t) => format!("add_member = {}", q(t)),
+                Action::Replace(t) => format!("replace = {}", q(t)),
+                Action::InsertAfter(t) => format!("insert_after = {}", q(t)),
+                Action::EnsureImport { module, name } => format!(
+                    "ensure_import = {{ from = {}, name = {} }}",
+                    q(module),
+                    q(name)
+                ),
+            };
+            out.push_str(&format!("action = {{ {action} }}\n"));
+        }
+        for require in &self.requires {
+            let kernel = match require {
+                Requirement::Jit(id) => format!("jit = {}", q(id)),
+                Requirement::CubinTable(id) => format!("cubin_table = {}", q(id)),
+                Requirement::Library { dist, glob } => match dist {
+                    Some(dist) => format!("library = {}, dist = {}", q(glob), q(dist)),
+                    None => format!("library = {}", q(glob)),
+                },
+            };
+            out.push_str(&format!("\n[[requires]]\nkernel = {{ {kernel} }}\n"));
+        }
+        out
     }
 }

@@ -8,6 +8,7 @@ use similar::TextDiff;
 use crate::arch::Arch;
 use crate::kernel::query::Answer;
 use crate::patch::plan::{Decision, PatchPlan, Plan};
+use crate::patch::synth::Outcome;
 
 /// The decision on every patch, with its evidence.
 pub fn plan(plan: &Plan, target: Arch) -> String {
@@ -22,16 +23,30 @@ pub fn plan(plan: &Plan, target: Arch) -> String {
             Decision::NotApplicable(why) => format!("NOT APPLICABLE: {why}"),
             Decision::AlreadyApplied => "already applied".into(),
             Decision::Refused(_) => format!("REFUSED: no kernel for {target}"),
+            Decision::Ready { verified: true } if patch.patch.synth.is_some() => {
+                "ready: checked by re-resolving the site".into()
+            }
+            Decision::Ready { verified: true } if patch.patch.requires.is_empty() => {
+                "ready (the patch names no kernel requirement)".into()
+            }
             Decision::Ready { verified: true } => "ready: kernel present".into(),
             Decision::Ready { verified: false } => {
                 "ready, UNVERIFIED (--force-unverified): no kernel proven".into()
             }
         };
-        let _ = writeln!(out, "{} ({dist}): {verdict}", patch.patch.id);
+        let _ = writeln!(
+            out,
+            "{} ({dist}): {verdict} [{} fix]",
+            patch.patch.id,
+            patch.patch.class.word()
+        );
         if matches!(patch.decision, Decision::NotForSite(_)) {
             continue;
         }
         let _ = writeln!(out, "  {}", patch.patch.summary);
+        for line in synth_lines(patch) {
+            let _ = writeln!(out, "  {line}");
+        }
         for (file, hit) in &patch.hits {
             let _ = writeln!(out, "  gate    {file}:{}  {}", hit.line, hit.text);
         }
@@ -73,6 +88,43 @@ fn kernel_lines(patch: &PatchPlan) -> Vec<String> {
     lines
 }
 
+/// A synthesized fix's origin: the gate, its predicate before and after, the kernel evidence.
+fn synth_lines(patch: &PatchPlan) -> Vec<String> {
+    let Some(info) = &patch.patch.synth else {
+        return Vec::new();
+    };
+    let mut lines = vec![
+        format!(
+            "unsafe  synthesized from gate {} ({})",
+            info.gate_id, info.mode
+        ),
+        format!("before  {}", info.before),
+        format!("after   {}", info.after),
+    ];
+    lines.extend(info.evidence.iter().map(|e| format!("kernel  {e}")));
+    lines
+}
+
+/// The gates asked for that got no fix, and why.
+pub fn no_fixes(outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    for outcome in outcomes {
+        if let Err(why) = &outcome.fix {
+            let gate = &outcome.gate;
+            let _ = writeln!(
+                out,
+                "gate {} {}:{} ({}, {}): no fix: {why}",
+                gate.id,
+                gate.file,
+                gate.line,
+                gate.form.name(),
+                outcome.mode.word()
+            );
+        }
+    }
+    out
+}
+
 /// Unified diffs of every file a ready patch changes, paths relative to the site root.
 pub fn diffs(plan: &Plan) -> String {
     let mut out = String::new();
@@ -95,7 +147,16 @@ pub fn diffs(plan: &Plan) -> String {
 pub fn evidence_body(ready: &[&PatchPlan]) -> String {
     let mut out = String::new();
     for patch in ready {
-        let _ = writeln!(out, "{}: {}", patch.patch.id, patch.patch.summary);
+        let _ = writeln!(
+            out,
+            "{} [{}]: {}",
+            patch.patch.id,
+            patch.patch.class.word(),
+            patch.patch.summary
+        );
+        for line in synth_lines(patch) {
+            let _ = writeln!(out, "  {line}");
+        }
         for (file, hit) in &patch.hits {
             let _ = writeln!(out, "  gate {file}:{} {}", hit.line, hit.text);
         }

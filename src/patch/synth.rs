@@ -1,0 +1,986 @@
+//! Fixes synthesized from the audit: for a gate whose verdict at the target is `opportunity`
+//! (or, closing traps, `trap`), an edit built from the gate's own syntax, checked by running
+//! the real gate pipeline again on the edited text before it is offered.
+//!
+//! Forms:
+//! - a membership or equality on majors, SMs or capabilities (`major in (9, 10)`,
+//!   `cap == (10, 0)`): the target's member is added (closing: removed);
+//! - a helper call, platform attribute, platform method or flag: the arch part of the gate is
+//!   `or`-extended (closing: `and not`) with a predicate the package already defines whose
+//!   resolved meaning is exactly the target's family or arch, with the import it needs;
+//!   candidates are the gate's own spellings with the numbers changed to the target's
+//!   (`is_sm100_supported()` -> `is_sm120_supported()`) and the rule-declared methods of the
+//!   same object, each resolved in the module that defines it, never invented;
+//! - anything else: no fix, and why.
+//!
+//! Every candidate is applied in memory and the whole site re-resolved (`scan_overlay`): the
+//! fix is kept only if the edited gate now admits the target (closing: blocks it), its
+//! admission at every known target outside the target's family is unchanged, and every other
+//! gate of the site keeps its admission at every known target.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use tree_sitter::Node;
+
+use super::edit::{
+    EditState, Replacement, apply_replacements, check_reparse, or_extend, plan_edit,
+};
+use super::model::{Action, Anchor, AnchorTarget, Edit, FixClass, Patch, SynthInfo};
+use crate::arch::Arch;
+use crate::gate::index::{ModuleIndex, module_name};
+use crate::gate::ir::{Import, SharedModule};
+use crate::gate::lower::{lower_expression, parse};
+use crate::gate::predicate::{Admits, CudaVersion, DevVar, Pred, evaluate};
+use crate::gate::resolve::{Locals, Resolver, Scope, Val, reset_budget};
+use crate::gate::tokens::resolve_tokens;
+use crate::rules::Rules;
+use crate::scan::{Gate, ScanOptions, ScanResult, python_files, scan_overlay};
+use crate::site::{Site, site_path};
+
+/// The targets gatefix knows: a fix may change admission only inside the target's family.
+pub const KNOWN_TARGETS: &[(u32, u32)] = &[
+    (7, 5),
+    (8, 0),
+    (8, 6),
+    (8, 9),
+    (9, 0),
+    (10, 0),
+    (10, 3),
+    (11, 0),
+    (12, 0),
+    (12, 1),
+];
+
+/// Probes for "exactly the target's family or arch": the known targets and a later one, so
+/// `sm >= 120` is not mistaken for the SM12x family.
+const PROBES: &[(u32, u32)] = &[
+    (7, 5),
+    (8, 0),
+    (8, 6),
+    (8, 9),
+    (9, 0),
+    (10, 0),
+    (10, 3),
+    (11, 0),
+    (12, 0),
+    (12, 1),
+    (13, 0),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Open an opportunity: the target becomes admitted.
+    Open,
+    /// Close a trap: the target becomes blocked.
+    Close,
+}
+
+impl Mode {
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Open => "open",
+            Mode::Close => "close",
+        }
+    }
+}
+
+/// One gate asked for, and what synthesis made of it.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub gate: Gate,
+    pub mode: Mode,
+    /// The patch, or why there is none.
+    pub fix: Result<Patch, String>,
+}
+
+pub struct Input<'a> {
+    pub site: &'a Site,
+    pub rules: &'a Rules,
+    pub target: Arch,
+    pub cuda: Option<&'a CudaVersion>,
+    /// The audit the gates come from (scanned with `SCAN_OPTIONS`).
+    pub scan: &'a ScanResult,
+}
+
+/// The scan options of the baseline and of every re-resolution: they must be the same.
+pub const SCAN_OPTIONS: ScanOptions = ScanOptions {
+    prefilter: true,
+    chunking: true,
+    kernel_sources: true,
+};
+
+/// Builds and checks a fix for each requested gate, with its verdict evidence.
+pub fn synthesize(input: &Input, wanted: &[(Gate, Mode, Vec<String>)]) -> Vec<Outcome> {
+    let files = python_files(&input.site.root, &mut Vec::new());
+    let tokens = resolve_tokens(&input.rules.resolve_names());
+    let index = ModuleIndex::new(&input.site.root, &files, tokens.clone());
+    let resolver = Resolver::new(&index, input.rules, tokens);
+    let ctx = Ctx {
+        input,
+        index: &index,
+        resolver: &resolver,
+        baseline: profiles(&input.scan.gates, input.cuda),
+    };
+    wanted
+        .iter()
+        .map(|(gate, mode, evidence)| Outcome {
+            gate: gate.clone(),
+            mode: *mode,
+            fix: ctx.fix(gate, *mode, evidence),
+        })
+        .collect()
+}
+
+struct Ctx<'a> {
+    input: &'a Input<'a>,
+    index: &'a ModuleIndex,
+    resolver: &'a Resolver<'a>,
+    /// Admission of every baseline gate at every known target, by id.
+    baseline: HashMap<String, Vec<Admits>>,
+}
+
+/// `from MODULE import NAME`.
+type FromImport = (String, String);
+
+/// How a candidate predicate matches the target, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Exactness {
+    Family,
+    Arch,
+}
+
+/// An edit worth checking: the edits of one file and words for the plan.
+struct Candidate {
+    edits: Vec<Edit>,
+    how: String,
+}
+
+impl Ctx<'_> {
+    fn fix(&self, gate: &Gate, mode: Mode, evidence: &[String]) -> Result<Patch, String> {
+        let (Some(dist), Some(version)) = (&gate.dist, &gate.dist_version) else {
+            return Err("the gate's file belongs to no installed distribution".into());
+        };
+        let path = site_path(&self.input.site.root, &gate.file)?;
+        let src = std::fs::read(&path).map_err(|e| format!("{}: {e}", gate.file))?;
+        let tree = parse(&src).ok_or("the parser gave up")?;
+        let node = gate_node(tree.root_node(), &src, gate).ok_or_else(|| {
+            format!(
+                "the gate's text is not found at {}:{}",
+                gate.file, gate.line
+            )
+        })?;
+        let scope = self.scope(gate);
+        let candidates = self.candidates(node, &src, gate, mode, scope.as_ref())?;
+        if candidates.is_empty() {
+            return Err(no_fix_reason(gate));
+        }
+        let mut refusals = Vec::new();
+        for candidate in candidates {
+            match self.check(gate, mode, &src, &candidate) {
+                Ok(after) => {
+                    return Ok(self.patch(gate, mode, dist, version, candidate, after, evidence));
+                }
+                Err(why) => refusals.push(format!("{}: {why}", candidate.how)),
+            }
+        }
+        Err(format!(
+            "every candidate edit was refused: {}",
+            refusals.join("; ")
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn patch(
+        &self,
+        gate: &Gate,
+        mode: Mode,
+        dist: &str,
+        version: &str,
+        candidate: Candidate,
+        after: Pred,
+        evidence: &[String],
+    ) -> Patch {
+        let target = self.input.target;
+        let short = &gate.id[..gate.id.len().min(12)];
+        let verb = match mode {
+            Mode::Open => "Open",
+            Mode::Close => "Close",
+        };
+        let versions_text = format!("=={version}");
+        Patch {
+            id: format!("gate-{short}-{}-{target}", mode.word()),
+            summary: format!(
+                "{verb} the {} gate at {}:{} for {target} ({})",
+                gate.form.name(),
+                gate.file,
+                gate.line,
+                candidate.how
+            ),
+            dist: dist.to_string(),
+            versions: pep440_rs::VersionSpecifiers::from_str(&versions_text)
+                .unwrap_or_else(|_| pep440_rs::VersionSpecifiers::empty()),
+            versions_text,
+            targets: vec![target.plain()],
+            edits: candidate.edits,
+            requires: Vec::new(),
+            source: PathBuf::from("<synthesized>"),
+            class: FixClass::Unsafe,
+            synth: Some(SynthInfo {
+                gate_id: gate.id.clone(),
+                mode: mode.word().to_string(),
+                before: gate.predicate.to_string(),
+                after: after.to_string(),
+                evidence: evidence.to_vec(),
+            }),
+        }
+    }
+
+    /// Where the gate's names are looked up: its function's locals before it, or the module.
+    fn scope(&self, gate: &Gate) -> Option<(SharedModule, Locals<'static>)> {
+        let (module, _) = module_name(Path::new(&gate.file))?;
+        let shared = self.index.get(&module)?;
+        let locals = shared
+            .sites
+            .iter()
+            .find(|s| s.start == (gate.line, gate.column))
+            .and_then(|s| {
+                s.function.map(|function| Locals::Site {
+                    function,
+                    byte: s.byte,
+                    branch: s.branch,
+                })
+            })
+            .unwrap_or(Locals::None);
+        Some((shared, locals))
+    }
+
+    fn resolve_in(&self, text: &str, module: &SharedModule, locals: Locals) -> Option<Pred> {
+        let expr = lower_expression(text).ok()?;
+        reset_budget();
+        let scope = Scope { module, locals };
+        Some(self.resolver.condition(&expr, scope, 0))
+    }
+
+    fn value_in(&self, text: &str, module: &SharedModule, locals: Locals) -> Option<Val> {
+        let expr = lower_expression(text).ok()?;
+        reset_budget();
+        Some(self.resolver.eval(&expr, Scope { module, locals }, 0))
+    }
+
+    /// Every edit worth a re-resolution, best first.
+    fn candidates(
+        &self,
+        node: Node,
+        src: &[u8],
+        gate: &Gate,
+        mode: Mode,
+        scope: Option<&(SharedModule, Locals<'static>)>,
+    ) -> Result<Vec<Candidate>, String> {
+        let Some((module, locals)) = scope else {
+            return Err(format!("{} is not a module of the site", gate.file));
+        };
+        let mut out = Vec::new();
+        let mut leaves = Vec::new();
+        self.arch_parts(node, src, module, *locals, &mut leaves);
+        for part in leaves {
+            if part.kind() == "comparison_operator" {
+                if let Some(c) = self.membership(part, src, gate, mode, module, *locals) {
+                    out.push(c);
+                }
+                continue;
+            }
+            let group = or_group(part, node);
+            let group_text = node_text(group, src);
+            for (alternative, import) in self.alternatives(part, src, module, *locals) {
+                let (group_action, replacements) = match mode {
+                    Mode::Open => (
+                        Action::OrExtend(alternative.clone()),
+                        or_extend(group, &alternative),
+                    ),
+                    Mode::Close => {
+                        let text = format!("({group_text} and not {alternative})");
+                        (
+                            Action::Replace(text.clone()),
+                            vec![Replacement {
+                                start: group.start_byte(),
+                                end: group.end_byte(),
+                                text,
+                            }],
+                        )
+                    }
+                };
+                // Anchored on the arch part itself; where that text occurs more than once in
+                // the function, on the whole gate, rewritten.
+                let mut anchors = vec![(group_text.clone(), group_action)];
+                if group.id() != node.id()
+                    && let Some(rewritten) = rewrite_within(node, src, &replacements)
+                {
+                    anchors.push((node_text(node, src), Action::Replace(rewritten)));
+                }
+                for (anchor_text, action) in anchors {
+                    let mut edits = vec![Edit {
+                        file: gate.file.clone(),
+                        anchor: Some(Anchor {
+                            function: gate.function.clone(),
+                            target: AnchorTarget::Gate(anchor_text),
+                        }),
+                        action,
+                    }];
+                    if let Some((module, name)) = &import {
+                        edits.push(Edit {
+                            file: gate.file.clone(),
+                            anchor: None,
+                            action: Action::EnsureImport {
+                                module: module.clone(),
+                                name: name.clone(),
+                            },
+                        });
+                    }
+                    let how = match mode {
+                        Mode::Open => format!("`{group_text}` or-extended with `{alternative}`"),
+                        Mode::Close => {
+                            format!("`{group_text}` narrowed with `and not {alternative}`")
+                        }
+                    };
+                    if !out.iter().any(|c: &Candidate| c.edits == edits) {
+                        out.push(Candidate { edits, how });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The arch-dependent parts of the gate: comparisons, and calls, attributes or names that
+    /// are not split further (boolean operators, `not` and parentheses are looked into).
+    fn arch_parts<'t>(
+        &self,
+        node: Node<'t>,
+        src: &[u8],
+        module: &SharedModule,
+        locals: Locals,
+        out: &mut Vec<Node<'t>>,
+    ) {
+        let arch = |n: Node| {
+            self.resolve_in(&node_text(n, src), module, locals)
+                .is_some_and(|p| p.is_arch_dependent())
+        };
+        match node.kind() {
+            "boolean_operator" | "not_operator" | "parenthesized_expression" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.arch_parts(child, src, module, locals, out);
+                }
+            }
+            "comparison_operator" | "call" | "attribute" | "identifier" if arch(node) => {
+                out.push(node)
+            }
+            _ => {}
+        }
+    }
+
+    /// `x in (9, 10)` / `x == 10`: the target's member added (or removed, closing).
+    fn membership(
+        &self,
+        node: Node,
+        src: &[u8],
+        gate: &Gate,
+        mode: Mode,
+        module: &SharedModule,
+        locals: Locals,
+    ) -> Option<Candidate> {
+        let mut cursor = node.walk();
+        let operands: Vec<Node> = node.named_children(&mut cursor).collect();
+        let [left, right] = operands.as_slice() else {
+            return None;
+        };
+        let operator: String = {
+            let mut cursor = node.walk();
+            node.children(&mut cursor)
+                .filter(|c| !c.is_named())
+                .map(|c| node_text(c, src))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let target = self.input.target;
+        let var = match self.value_in(&node_text(*left, src), module, locals)? {
+            Val::Dev(var) => var,
+            Val::DevObj => DevVar::Cap,
+            _ => return None,
+        };
+        let member = match var {
+            DevVar::Major => target.major.to_string(),
+            DevVar::Sm => target.sm().to_string(),
+            DevVar::Cap => format!("({}, {})", target.major, target.minor),
+            DevVar::Minor => return None,
+        };
+        let left_text = node_text(*left, src);
+        let right_text = node_text(*right, src);
+        let replaced = match (mode, operator.as_str(), right.kind()) {
+            (Mode::Open, "in", "tuple" | "list" | "set") => {
+                let members = literal_members(*right, src);
+                let close = &right_text[right_text.len() - 1..];
+                let open = &right_text[..1];
+                let mut all = members.clone();
+                all.push(member.clone());
+                format!(
+                    "{left_text} in {open}{}{close}",
+                    join_literal(&all, right.kind())
+                )
+            }
+            (Mode::Open, "==", "integer" | "tuple") => {
+                format!("{left_text} in ({right_text}, {member})")
+            }
+            (Mode::Close, "in", "tuple" | "list" | "set") => {
+                let members = literal_members(*right, src);
+                let want = collapse(&member);
+                let kept: Vec<String> = members
+                    .iter()
+                    .filter(|m| collapse(m) != want)
+                    .cloned()
+                    .collect();
+                if kept.len() == members.len() {
+                    return None;
+                }
+                let close = &right_text[right_text.len() - 1..];
+                let open = &right_text[..1];
+                format!(
+                    "{left_text} in {open}{}{close}",
+                    join_literal(&kept, right.kind())
+                )
+            }
+            _ => return None,
+        };
+        let how = match mode {
+            Mode::Open => format!("member {member} added"),
+            Mode::Close => format!("member {member} removed"),
+        };
+        Some(Candidate {
+            edits: vec![Edit {
+                file: gate.file.clone(),
+                anchor: Some(Anchor {
+                    function: gate.function.clone(),
+                    target: AnchorTarget::Gate(node_text(node, src)),
+                }),
+                action: Action::Replace(replaced),
+            }],
+            how,
+        })
+    }
+
+    /// Predicates the package defines whose meaning is exactly the target's family or arch,
+    /// spelled like the gate's part, with the import each needs: (text, from-import).
+    fn alternatives(
+        &self,
+        part: Node,
+        src: &[u8],
+        module: &SharedModule,
+        locals: Locals,
+    ) -> Vec<(String, Option<(String, String)>)> {
+        let mut texts = Vec::new();
+        let text = node_text(part, src);
+        texts.extend(renumbered(&text, self.input.target));
+        // A method call on an object: the rule-declared methods of that object.
+        if part.kind() == "call"
+            && let Some(function) = part.child_by_field_name("function")
+            && function.kind() == "attribute"
+            && let Some(object) = function.child_by_field_name("object")
+        {
+            let object = node_text(object, src);
+            let mut names: Vec<&String> = self.input.rules.methods.keys().map(|(_, n)| n).collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                texts.push(format!("{object}.{name}({})", self.input.target.sm()));
+            }
+        }
+        // A helper call: the other `is_*`/`has_*` helpers of the module it is imported from.
+        if part.kind() == "call"
+            && let Some(function) = part.child_by_field_name("function")
+            && function.kind() == "identifier"
+            && let Some(Import::Member(from, _)) = module.imports.get(&node_text(function, src))
+            && let Some(defining) = self.index.get(from)
+        {
+            let mut names: Vec<&str> = defining
+                .functions
+                .iter()
+                .map(|f| f.qualname.as_str())
+                .filter(|n| !n.contains('.') && (n.starts_with("is_") || n.starts_with("has_")))
+                .collect();
+            names.sort();
+            for name in names {
+                texts.push(format!("{name}()"));
+            }
+        }
+        // A flag: the spellings of its definition's parts.
+        if part.kind() == "identifier"
+            && let Some(definition) = module_assignment(part, src, &text)
+        {
+            let mut inner = Vec::new();
+            let tree_root = definition;
+            self.arch_parts(tree_root, src, module, Locals::None, &mut inner);
+            for leaf in inner {
+                texts.extend(renumbered(&node_text(leaf, src), self.input.target));
+            }
+        }
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for candidate in texts {
+            if seen.contains(&candidate) || candidate == text {
+                continue;
+            }
+            seen.push(candidate.clone());
+            if let Some(found) = self.defined(&candidate, &text, module, locals) {
+                out.push(found);
+            }
+        }
+        // The family first: JIT lists and cubin tables go by major, so a kernel for the target
+        // is one for its family, and a missing one is missing for all of it.
+        out.sort_by_key(|(_, _, exactness)| *exactness);
+        out.into_iter()
+            .map(|(text, import, _)| (text, import))
+            .collect()
+    }
+
+    /// Whether `candidate` resolves, where it would be written or where its name comes from,
+    /// to exactly the target's family or arch; and the import it needs.
+    fn defined(
+        &self,
+        candidate: &str,
+        original: &str,
+        module: &SharedModule,
+        locals: Locals,
+    ) -> Option<(String, Option<FromImport>, Exactness)> {
+        let root = leading_name(candidate)?;
+        let bound = module.imports.contains_key(root)
+            || module.assigns.contains_key(root)
+            || module.function_index.contains_key(root)
+            || module.classes.contains_key(root);
+        if bound {
+            let pred = self.resolve_in(candidate, module, locals)?;
+            return self
+                .exact(&pred)
+                .map(|exactness| (candidate.to_string(), None, exactness));
+        }
+        // Not bound here: look in the module the original spelling's name is imported from,
+        // or (a module-level flag) the module its definition's names come from.
+        let original_root = leading_name(original)?;
+        let from = match module.imports.get(original_root) {
+            Some(Import::Member(from, _)) => from.clone(),
+            _ => module.imports.values().find_map(|import| match import {
+                Import::Member(from, name)
+                    if self
+                        .resolver
+                        .global(from, root, 0)
+                        .is_some_and(|v| !matches!(v, Val::Unknown(_)))
+                        && name != root =>
+                {
+                    Some(from.clone())
+                }
+                _ => None,
+            })?,
+        };
+        let defining = self.index.get(&from)?;
+        self.resolver.global(&from, root, 0)?;
+        let pred = self.resolve_in(candidate, &defining, Locals::None)?;
+        self.exact(&pred).map(|exactness| {
+            (
+                candidate.to_string(),
+                Some((from, root.to_string())),
+                exactness,
+            )
+        })
+    }
+
+    /// Exactly the target's family (same major) or exactly the target, at every probe.
+    fn exact(&self, pred: &Pred) -> Option<Exactness> {
+        let target = self.input.target;
+        let answers: Vec<Admits> = PROBES
+            .iter()
+            .map(|&(major, minor)| evaluate(pred, Arch::new(major, minor), self.input.cuda))
+            .collect();
+        let family = PROBES.iter().zip(&answers).all(|(&(major, _), a)| {
+            *a == if major == target.major {
+                Admits::Yes
+            } else {
+                Admits::No
+            }
+        });
+        let arch = PROBES.iter().zip(&answers).all(|(&(major, minor), a)| {
+            *a == if (major, minor) == (target.major, target.minor) {
+                Admits::Yes
+            } else {
+                Admits::No
+            }
+        });
+        if family {
+            Some(Exactness::Family)
+        } else if arch {
+            Some(Exactness::Arch)
+        } else {
+            None
+        }
+    }
+
+    /// Applies the candidate in memory, re-resolves the whole site, and returns the edited
+    /// gate's new predicate if the fix does exactly what it should.
+    fn check(
+        &self,
+        gate: &Gate,
+        mode: Mode,
+        src: &[u8],
+        candidate: &Candidate,
+    ) -> Result<Pred, String> {
+        let new = edited_text(src, &candidate.edits)?;
+        let mut overlay = HashMap::new();
+        overlay.insert(gate.file.clone(), new);
+        let scan = scan_overlay(self.input.site, self.input.rules, SCAN_OPTIONS, &overlay);
+        let edited = verify(&self.baseline, &scan, &[(gate, mode)], self.input)?;
+        Ok(edited.into_iter().next().expect("one gate checked"))
+    }
+}
+
+/// The new text of a file after a candidate's edits (which all concern that file).
+pub fn edited_text(src: &[u8], edits: &[Edit]) -> Result<Vec<u8>, String> {
+    let tree = parse(src).ok_or("the parser gave up")?;
+    let mut replacements = Vec::new();
+    for edit in edits {
+        match plan_edit(src, &tree, edit) {
+            EditState::Ready {
+                replacements: r, ..
+            } => replacements.extend(r),
+            EditState::Applied { .. } => {}
+            EditState::NoMatch(why) => return Err(why),
+        }
+    }
+    let new = apply_replacements(src, &replacements)?;
+    check_reparse(&tree, &new)?;
+    Ok(new)
+}
+
+/// Admission at every known target of every gate, by id.
+pub fn profiles(gates: &[Gate], cuda: Option<&CudaVersion>) -> HashMap<String, Vec<Admits>> {
+    gates
+        .iter()
+        .map(|g| (g.id.clone(), profile(&g.predicate, cuda)))
+        .collect()
+}
+
+fn profile(pred: &Pred, cuda: Option<&CudaVersion>) -> Vec<Admits> {
+    KNOWN_TARGETS
+        .iter()
+        .map(|&(major, minor)| evaluate(pred, Arch::new(major, minor), cuda))
+        .collect()
+}
+
+/// Checks a re-resolved site against the baseline: each edited gate (matched in its file and
+/// function among the gates whose id is new) admits the target (closing: blocks it) and keeps
+/// its admission outside the target's family; every other gate is unchanged at every known
+/// target. Returns the edited gates' new predicates, in the order given.
+pub fn verify(
+    baseline: &HashMap<String, Vec<Admits>>,
+    scan: &ScanResult,
+    edited: &[(&Gate, Mode)],
+    input: &Input,
+) -> Result<Vec<Pred>, String> {
+    let target = input.target;
+    let edited_ids: Vec<&str> = edited.iter().map(|(g, _)| g.id.as_str()).collect();
+    let new_by_id: HashMap<&str, &Gate> = scan.gates.iter().map(|g| (g.id.as_str(), g)).collect();
+    for old in &input.scan.gates {
+        if edited_ids.contains(&old.id.as_str()) {
+            continue;
+        }
+        let Some(new) = new_by_id.get(old.id.as_str()) else {
+            return Err(format!(
+                "the gate at {}:{} (`{}`) would no longer be found",
+                old.file,
+                old.line,
+                short_text(&old.text)
+            ));
+        };
+        if profile(&new.predicate, input.cuda) != baseline[&old.id] {
+            return Err(format!(
+                "the gate at {}:{} (`{}`) would change: {} -> {}",
+                old.file,
+                old.line,
+                short_text(&old.text),
+                old.predicate,
+                new.predicate
+            ));
+        }
+    }
+    let mut fresh: Vec<&Gate> = scan
+        .gates
+        .iter()
+        .filter(|g| !baseline.contains_key(&g.id))
+        .collect();
+    let mut out = Vec::new();
+    for (old, mode) in edited {
+        // A gate whose branch raises protects the code after it: its verdict reads the gate
+        // inverted, and so must the check. The verdict says the target is blocked (to open) or
+        // admitted (to close); a raw predicate saying the opposite is such a gate.
+        let raw = evaluate(&old.predicate, target, input.cuda);
+        let inverted = match mode {
+            Mode::Open => raw == Admits::Yes,
+            Mode::Close => raw == Admits::No,
+        };
+        let position = fresh
+            .iter()
+            .position(|g| g.file == old.file && g.function == old.function)
+            .ok_or_else(|| {
+                format!(
+                    "the edited gate at {}:{} is no longer a gate",
+                    old.file, old.line
+                )
+            })?;
+        let new = fresh.remove(position);
+        let before = &baseline[&old.id];
+        let after = profile(&new.predicate, input.cuda);
+        for (i, &(major, minor)) in KNOWN_TARGETS.iter().enumerate() {
+            let arch = Arch::new(major, minor);
+            let want = if (major, minor) == (target.major, target.minor) {
+                Some(match (mode, inverted) {
+                    (Mode::Open, false) | (Mode::Close, true) => Admits::Yes,
+                    (Mode::Open, true) | (Mode::Close, false) => Admits::No,
+                })
+            } else if major == target.major {
+                None // the target's family may move with it
+            } else {
+                Some(before[i].clone())
+            };
+            if let Some(want) = want
+                && after[i] != want
+            {
+                return Err(format!(
+                    "the edited gate would hold at {arch}: {} (wanted {}); new predicate {}",
+                    after[i].word(),
+                    want.word(),
+                    new.predicate
+                ));
+            }
+        }
+        out.push(new.predicate.clone());
+    }
+    if let Some(extra) = fresh.first() {
+        return Err(format!(
+            "the edit would add a gate at {}:{} (`{}`)",
+            extra.file,
+            extra.line,
+            short_text(&extra.text)
+        ));
+    }
+    Ok(out)
+}
+
+fn short_text(text: &str) -> String {
+    let flat = crate::gate::predicate::collapse_whitespace(text);
+    if flat.chars().count() > 80 {
+        format!("{}...", flat.chars().take(77).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+fn no_fix_reason(gate: &Gate) -> String {
+    use crate::gate::predicate::Form;
+    match gate.form {
+        Form::JitArchList | Form::CapabilityDecorator => format!(
+            "no synthesizable edit for a {}: what is compiled changes, which needs every kernel layer's answer",
+            gate.form.name()
+        ),
+        Form::SmCompare | Form::CapabilityCompare => format!(
+            "no synthesizable edit for a {} that is not an equality or membership on a literal (a range compare)",
+            gate.form.name()
+        ),
+        _ => format!(
+            "no synthesizable edit for this {}: no predicate of the package means exactly the target's family or arch here",
+            gate.form.name()
+        ),
+    }
+}
+
+fn node_text(node: Node, src: &[u8]) -> String {
+    String::from_utf8_lossy(&src[node.byte_range()]).into_owned()
+}
+
+/// The syntax node of a gate: the outermost node spanning its recorded region.
+fn gate_node<'t>(root: Node<'t>, src: &[u8], gate: &Gate) -> Option<Node<'t>> {
+    let start = byte_of(src, gate.line, gate.column)?;
+    let end = byte_of(src, gate.end_line, gate.end_column)?;
+    let mut node = root.descendant_for_byte_range(start, end)?;
+    while let Some(parent) = node.parent() {
+        if parent.byte_range() != node.byte_range() {
+            break;
+        }
+        node = parent;
+    }
+    (node.byte_range() == (start..end)).then_some(node)
+}
+
+/// Byte offset of a 1-based line and 1-based character column.
+fn byte_of(src: &[u8], line: u32, column: u32) -> Option<usize> {
+    let mut at = 0;
+    for _ in 1..line {
+        at += memchr::memchr(b'\n', &src[at..])? + 1;
+    }
+    let rest = std::str::from_utf8(&src[at..]).ok()?;
+    let offset: usize = rest
+        .chars()
+        .take(column.saturating_sub(1) as usize)
+        .map(char::len_utf8)
+        .sum();
+    Some(at + offset)
+}
+
+/// The gate's text with replacements (inside it) applied.
+fn rewrite_within(gate: Node, src: &[u8], replacements: &[Replacement]) -> Option<String> {
+    let base = gate.start_byte();
+    let shifted: Vec<Replacement> = replacements
+        .iter()
+        .filter(|r| r.start >= base && r.end <= gate.end_byte())
+        .map(|r| Replacement {
+            start: r.start - base,
+            end: r.end - base,
+            text: r.text.clone(),
+        })
+        .collect();
+    let new = apply_replacements(&src[gate.byte_range()], &shifted).ok()?;
+    String::from_utf8(new).ok()
+}
+
+/// From an arch part up through `or` chains and parentheses, inside the gate.
+fn or_group<'t>(part: Node<'t>, gate: Node<'t>) -> Node<'t> {
+    let mut node = part;
+    while node.id() != gate.id() {
+        let Some(parent) = node.parent() else { break };
+        let is_or = parent.kind() == "boolean_operator"
+            && parent
+                .child_by_field_name("operator")
+                .is_some_and(|op| op.kind() == "or");
+        if !(is_or || parent.kind() == "parenthesized_expression") {
+            break;
+        }
+        node = parent;
+    }
+    node
+}
+
+/// The right-hand side of the module-level `name = ...` in the part's file.
+fn module_assignment<'t>(part: Node<'t>, src: &[u8], name: &str) -> Option<Node<'t>> {
+    let mut root = part;
+    while let Some(parent) = root.parent() {
+        root = parent;
+    }
+    let mut cursor = root.walk();
+    let mut found = None;
+    for statement in root.named_children(&mut cursor) {
+        if statement.kind() != "expression_statement" {
+            continue;
+        }
+        let Some(assignment) = statement
+            .named_child(0)
+            .filter(|a| a.kind() == "assignment")
+        else {
+            continue;
+        };
+        let left = assignment.child_by_field_name("left")?;
+        if left.kind() == "identifier" && node_text(left, src) == name {
+            found = assignment.child_by_field_name("right");
+        }
+    }
+    found
+}
+
+/// The gate's spelling with its numbers changed to the target's: runs of two or more digits
+/// become the target's SM, single digits its major (`is_sm90` -> `is_sm120`).
+fn renumbered(text: &str, target: Arch) -> Vec<String> {
+    let mut out = String::new();
+    let mut changed = false;
+    let mut chars = text.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c.is_ascii_digit() {
+            let mut run = c.to_string();
+            while let Some(&(_, d)) = chars.peek() {
+                if !d.is_ascii_digit() {
+                    break;
+                }
+                run.push(d);
+                chars.next();
+            }
+            let value: u32 = run.parse().unwrap_or(0);
+            let new = if value >= 20 {
+                target.sm()
+            } else {
+                target.major
+            };
+            changed |= new != value;
+            out.push_str(&new.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    if changed { vec![out] } else { Vec::new() }
+}
+
+fn leading_name(text: &str) -> Option<&str> {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    (end > 0).then(|| &text[..end])
+}
+
+fn literal_members(literal: Node, src: &[u8]) -> Vec<String> {
+    let mut cursor = literal.walk();
+    literal
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .map(|c| node_text(c, src))
+        .collect()
+}
+
+fn join_literal(members: &[String], kind: &str) -> String {
+    let joined = members.join(", ");
+    if kind == "tuple" && members.len() == 1 {
+        format!("{joined},")
+    } else {
+        joined
+    }
+}
+
+fn collapse(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renumbering_spellings() {
+        let t = Arch::new(12, 0);
+        assert_eq!(
+            renumbered("is_sm100_supported()", t),
+            vec!["is_sm120_supported()"]
+        );
+        assert_eq!(
+            renumbered("get_platform().is_sm90", t),
+            vec!["get_platform().is_sm120"]
+        );
+        assert_eq!(
+            renumbered("current_platform.is_device_capability_family(100)", t),
+            vec!["current_platform.is_device_capability_family(120)"]
+        );
+        assert!(renumbered("is_blackwell()", t).is_empty());
+        assert!(renumbered("is_sm120_supported()", t).is_empty());
+    }
+
+    #[test]
+    fn byte_offsets_of_characters() {
+        let src = "a\nxé = 1\n".as_bytes();
+        assert_eq!(byte_of(src, 2, 1), Some(2));
+        assert_eq!(byte_of(src, 2, 3), Some(5));
+    }
+}
