@@ -8,6 +8,7 @@
 pub mod arch;
 pub mod cli;
 pub mod error;
+pub mod explain;
 pub mod gate;
 pub mod kernel;
 pub mod ledger;

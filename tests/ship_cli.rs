@@ -396,3 +396,184 @@ fn the_man_page_covers_every_subcommand() {
     }
     assert!(text.contains("\\-\\-show"), "audit's options are in it");
 }
+
+// ---- gatefix explain.
+
+fn explain(site: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "explain".to_string(),
+        "--site".to_string(),
+        site.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    run(args)
+}
+
+#[test]
+fn explain_says_when_no_site_has_the_message() {
+    let out = explain(
+        Path::new(SITE),
+        &["This kernel only supports sm100f.", "--target", "sm_120"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no raise or check site"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn explain_without_a_target_or_nvidia_smi_asks_for_one() {
+    let empty_path = tempfile::tempdir().unwrap();
+    let out = run_env(
+        ["explain", "--site", SITE, "Unsupported architecture"],
+        &[("PATH", empty_path.path().to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--target"), "{}", stderr(&out));
+}
+
+const NO_ARCHS: &str =
+    "RuntimeError: No supported CUDA architectures found for major versions [9, 10]";
+
+#[test]
+#[ignore = "real wheels: run by .ci/run"]
+fn explain_the_original_crash_on_sglang_055_flashinfer_050() {
+    let site = common::fixture::wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
+    let out = explain(
+        site.path(),
+        &[NO_ARCHS, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("raise at flashinfer/compilation_context.py:62 in get_nvcc_flags_list"),
+        "{text}"
+    );
+    assert!(
+        text.contains("{supported_major_versions} = [9, 10]"),
+        "{text}"
+    );
+    // The generators whose list is [9, 10], and only those: here the trtllm comm module.
+    assert!(
+        text.contains("flashinfer.jit.comm:gen_trtllm_comm_module  flashinfer/jit/comm.py:60  NO kernel at sm_120"),
+        "{text}"
+    );
+    assert_eq!(text.matches("NO kernel at sm_120").count(), 1, "{text}");
+    // ... that a sglang path reaches.
+    assert!(
+        text.contains("reached from sglang sglang/srt/layers/communicator.py:567"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the gates that reach it must stay closed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no fix: patch sglang-ar-fusion-communicator"),
+        "refused, kernel missing: {text}"
+    );
+    assert!(!text.contains("\nfix: "), "{text}");
+}
+
+#[test]
+#[ignore = "real wheels: run by .ci/run"]
+fn explain_names_the_fusion_patch_with_flashinfer_072() {
+    let site = common::fixture::wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-"]);
+    let out = explain(
+        site.path(),
+        &[NO_ARCHS, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("flashinfer/compilation_context.py:162"),
+        "{text}"
+    );
+    // gen_trtllm_comm_module lists 12 now: not among the [9, 10] generators.
+    assert!(!text.contains("gen_trtllm_comm_module "), "{text}");
+    assert!(
+        text.contains("flashinfer.jit.comm:gen_trtllm_mnnvl_comm_module"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "fix: patch sglang-ar-fusion-communicator applies here (Open sglang's FlashInfer allreduce fusion"
+        ) && text.contains("gatefix apply sm_120 --dry-run --patch sglang-ar-fusion-communicator"),
+        "{text}"
+    );
+}
+
+#[test]
+#[ignore = "real wheels: run by .ci/run"]
+fn explain_three_more_messages_on_real_sites() {
+    let site = common::fixture::wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
+    // The XQA check: its gate, and whether it raises at the target.
+    let xqa = "... is only supported on SM90, SM100, SM120 GPUs";
+    let text = stdout(&explain(site.path(), &[xqa, "--target", "sm_120"]));
+    assert!(
+        text.contains("raise at flashinfer/xqa.py:254 in xqa"),
+        "{text}"
+    );
+    assert!(
+        text.contains("guarded by flashinfer/xqa.py:253")
+            && text.contains("major not in {9, 10, 12}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("at sm_120 this check does not raise"),
+        "{text}"
+    );
+    let text = stdout(&explain(
+        site.path(),
+        &[xqa, "--target", "sm_89", "--cuda", "12.8"],
+    ));
+    assert!(text.contains("at sm_89 this check raises"), "{text}");
+    // A check in native code, not the InternVL config's "Unsupported architecture: {}".
+    let out = explain(
+        site.path(),
+        &["Unsupported architecture", "--target", "sm_120"],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "FLASHINFER_CHECK at flashinfer/data/include/flashinfer/trtllm/fmha/fmhaRunner.cuh:30"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("mSM == kSM_100 || mSM == kSM_103"), "{text}");
+    assert!(!text.contains("internvl.py"), "{text}");
+    // Not raised anywhere in the pinned wheels: said so, exit 1.
+    let newer = common::fixture::wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let out = explain(
+        newer.path(),
+        &["This kernel only supports sm100f.", "--target", "sm_120"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("no raise or check site"));
+    // The same message from a log file: its last exception.
+    let log = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        log.path(),
+        format!(
+            "INFO starting\nTraceback (most recent call last):\n  File \"x.py\", line 3\n{NO_ARCHS}.\nINFO exit\n"
+        ),
+    )
+    .unwrap();
+    let text = stdout(&explain(
+        site.path(),
+        &[
+            log.path().to_str().unwrap(),
+            "--target",
+            "sm_120",
+            "--cuda",
+            "12.8",
+        ],
+    ));
+    assert!(text.contains(&format!("explain: {NO_ARCHS}.")), "{text}");
+    assert!(
+        text.contains("flashinfer/compilation_context.py:62"),
+        "{text}"
+    );
+}

@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod audit;
 pub mod completions;
+pub mod explain;
 pub mod history;
 pub mod kernels;
 pub mod progress;
@@ -56,6 +57,9 @@ pub enum Command {
     Log(history::LogArgs),
     /// Validate rule and patch files.
     Rules(rules_check::RulesArgs),
+    /// Where an error message comes from in the site, the gates and JIT generators that lead
+    /// there, their verdicts at the target, and what to do.
+    Explain(explain::ExplainArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff), every subcommand included.
@@ -154,6 +158,7 @@ fn targets(command: &Command) -> Vec<Arch> {
         Command::Audit(args) => args.targets.targets.clone(),
         Command::Kernels(args) => args.targets.clone(),
         Command::Apply(args) => vec![args.target],
+        Command::Explain(args) => args.target.into_iter().collect(),
         // The others take no target.
         _ => Vec::new(),
     }
@@ -172,5 +177,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Rules(args) => rules_check::run(args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
+        Command::Explain(args) => explain::run(args),
     }
 }
