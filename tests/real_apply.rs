@@ -314,3 +314,52 @@ fn vllm_0330_synthesized_fixes_and_the_closed_trap() {
     let fixed = synthesized_round_trip(site.path(), &["--all-opportunities", "--close-traps"]);
     assert!(fixed >= 1, "the trap is closed");
 }
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0510_fusion_is_refused_over_its_flashinfer_and_opens_over_072() {
+    let communicator = "sglang/srt/layers/communicator.py";
+    // sglang 0.5.10 with the flashinfer it pinned: the trtllm comm JIT list is [9, 10].
+    let site = wheel_site(&["sglang-0.5.10-", "flashinfer_python-0.6.7.post2-"]);
+    let before = hash_tree(site.path());
+    let out = apply(
+        site.path(),
+        &["--patch", "sglang-ar-fusion-communicator-0510"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = comm_list_line(site.path());
+    assert!(
+        text.contains("sglang-ar-fusion-communicator-0510 (sglang 0.5.10): REFUSED"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "found: flashinfer/jit/comm.py:{line} supported_major_versions=[9, 10]"
+        )),
+        "{text}"
+    );
+    assert_eq!(hash_tree(site.path()), before);
+
+    // The same sglang over flashinfer 0.7.2 ([9, 10, 12]): applied, opened, reverted.
+    let site = wheel_site(&["sglang-0.5.10-", "flashinfer_python-0.7.2-"]);
+    let before = hash_tree(site.path());
+    let out = apply(site.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("applied as transaction 1: 1 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+    // The audit does not report this returned condition as a gate today (it is neither an
+    // `if` test nor a helper's body), so the edit is checked in the file itself.
+    let patched = std::fs::read_to_string(site.path().join(communicator)).unwrap();
+    assert!(
+        patched.contains("(_is_sm90_supported or _is_sm100_supported or is_sm120_supported())"),
+        "{patched}"
+    );
+    assert!(patched.contains("\nfrom sglang.srt.utils import is_sm120_supported\n"));
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site.path()), before);
+}
