@@ -8,6 +8,9 @@
 //! - `[[method]]`: a method of a platform object (`current_platform.has_device_capability(100)`).
 //! - `[[probe_table]]`: an object whose attributes map, through a dict in the site, to functions
 //!   (sglang's `get_platform().is_sm100`).
+//! - `[[parameter]]`: a parameter that, by its name, annotation or function, is assumed to be
+//!   the device's value when no caller in the site says what it is (`arch`, `capability:
+//!   DeviceCapability`); gates on it say so (`assumes`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../rules/flashinfer.toml"),
     ),
     ("rules/links.toml", include_str!("../rules/links.toml")),
+    ("rules/kernels.toml", include_str!("../rules/kernels.toml")),
+    (
+        "rules/parameters.toml",
+        include_str!("../rules/parameters.toml"),
+    ),
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -46,6 +54,41 @@ struct RuleFile {
     link: Vec<LinkToml>,
     #[serde(default)]
     backend: Vec<BackendToml>,
+    /// `[kernel_layers]`: see `kernel::layers`.
+    #[serde(default)]
+    kernel_layers: Option<crate::kernel::layers::LayerRuleFile>,
+    #[serde(default)]
+    parameter: Vec<ParameterRule>,
+}
+
+/// What an assumed parameter holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParamMeaning {
+    /// `major * 10 + minor`
+    Sm,
+    Major,
+    /// the `(major, minor)` tuple
+    Capability,
+    /// an object with `.major`, `.minor`, `.to_int()`
+    CapabilityObject,
+    /// a capability whose spelling the comparison tells: an integer from 20 up is `sm`, a
+    /// smaller one `major`, a pair the tuple; `.major`, `[0]` and `.to_int()` work too
+    Any,
+}
+
+/// `[[parameter]]`: matches a parameter by `name`, by its `annotation` (the type's last
+/// name), or as the first parameter after the receiver of functions named `function`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterRule {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub annotation: Option<String>,
+    #[serde(default)]
+    pub function: Option<String>,
+    pub means: ParamMeaning,
 }
 
 /// `needs = { jit = ... }` and friends, as in patch files' `kernel`.
@@ -213,6 +256,8 @@ pub struct Rules {
     pub probe_tables: HashMap<String, ProbeTable>,
     pub links: Vec<LinkRule>,
     pub backends: Vec<BackendRule>,
+    pub kernel_layers: crate::kernel::layers::LayerRules,
+    pub parameters: Vec<ParameterRule>,
     pub files: Vec<PathBuf>,
 }
 
@@ -300,6 +345,20 @@ impl Rules {
                 },
             );
         }
+        for parameter in file.parameter {
+            if [&parameter.name, &parameter.annotation, &parameter.function]
+                .iter()
+                .all(|f| f.is_none())
+            {
+                return Err(Error::Input {
+                    message: format!(
+                        "{}: a [[parameter]] needs `name`, `annotation` or `function`",
+                        path.display()
+                    ),
+                });
+            }
+            self.parameters.push(parameter);
+        }
         for table in file.probe_table {
             self.probe_tables.insert(table.object.clone(), table);
         }
@@ -336,6 +395,11 @@ impl Rules {
                 source: path.to_path_buf(),
             });
         }
+        if let Some(layers) = file.kernel_layers {
+            self.kernel_layers
+                .add(layers)
+                .map_err(|m| needs_error("[kernel_layers]", m))?;
+        }
         self.files.push(path.to_path_buf());
         Ok(())
     }
@@ -363,6 +427,31 @@ impl Rules {
         names.extend(self.any_module_values.keys().cloned());
         names.extend(self.methods.keys().map(|(_, method)| method.clone()));
         names
+    }
+
+    /// The assumption a `[[parameter]]` rule makes for parameter `index` (`name`, annotated
+    /// `annotation`) of function `function` (its last name), counting past the receiver.
+    pub fn parameter(
+        &self,
+        function: &str,
+        index: usize,
+        name: &str,
+        annotation: Option<&str>,
+    ) -> Option<ParamMeaning> {
+        let annotation_name = annotation.map(|a| {
+            a.trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace())
+                .rsplit('.')
+                .next()
+                .unwrap_or(a)
+        });
+        self.parameters
+            .iter()
+            .find(|rule| {
+                rule.name.as_deref().is_some_and(|n| n == name)
+                    || rule.annotation.is_some() && rule.annotation.as_deref() == annotation_name
+                    || rule.function.as_deref().is_some_and(|f| f == function) && index == 0
+            })
+            .map(|rule| rule.means)
     }
 
     pub fn value(&self, qualified: &str) -> Option<&ValueRule> {

@@ -1,5 +1,6 @@
-//! Finding the site-packages tree (a path, a venv, `$VIRTUAL_ENV`, `./.venv`, or `python3`'s
-//! purelib) and reading its distributions from `*.dist-info` (METADATA, RECORD).
+//! Finding the site-packages tree (a path, a venv, `$VIRTUAL_ENV`, `./.venv`, the interpreter
+//! beside the executable, or `python3`'s purelib) and reading its distributions from
+//! `*.dist-info` (METADATA, RECORD).
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -290,9 +291,40 @@ pub fn discover(path: Option<&Path>) -> Result<PathBuf> {
             if local.is_dir() {
                 return site_of(local);
             }
+            if let Some(python) = own_interpreter() {
+                return python_purelib(&python);
+            }
             python_purelib(Path::new("python3"))
         }
     }
+}
+
+/// The interpreter installed beside this executable (`pip install gatefix` into a venv puts
+/// both in its `bin/`), unless its site holds gatefix alone: then it is a tool environment
+/// (`uvx`, `pipx`) with nothing to audit.
+fn own_interpreter() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?;
+    let python = ["python3", "python"]
+        .iter()
+        .map(|name| bin.join(name))
+        .find(|p| p.is_file())?;
+    let site = python_purelib(&python).ok()?;
+    let others = std::fs::read_dir(&site)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".dist-info"))
+        .filter(|name| {
+            let dist = name
+                .split('-')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            !matches!(dist.as_str(), "gatefix" | "pip" | "setuptools" | "wheel")
+        })
+        .count();
+    (others > 0).then_some(python)
 }
 
 /// A venv root becomes its `lib/python3.*/site-packages`; anything else is used as is.

@@ -152,23 +152,52 @@ fn coverage_answers_carry_their_evidence() {
     let jit = Requirement::Jit("flashinfer.jit.comm:gen_trtllm_comm_module".into());
     match index.coverage(&jit, sm120, &site) {
         Answer::NotCovered { evidence } => {
+            // The arch list first, as before; then the device guards that also close it.
             assert_eq!(
-                evidence,
-                ["flashinfer/jit/comm.py:7 supported_major_versions=[9, 10]"]
+                evidence[0],
+                "flashinfer/jit/comm.py:7 supported_major_versions=[9, 10]"
             );
+            assert_eq!(
+                evidence[1],
+                "L3 device guards partly: 1 of 2 kernels are compiled out or trap at sm_120"
+            );
+            assert!(
+                evidence[2].starts_with(
+                    "L3 device guards flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh:17 \
+                     `#if (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && (__CUDA_ARCH__ < 1200))` \
+                     compiles `lamport_style_one_shot_all_reduce_norm_kernel`"
+                ) && evidence[2].contains("empty body"),
+                "{evidence:?}"
+            );
+            assert!(
+                evidence[3].contains("trtllm_allreduce.cuh:9")
+                    && evidence[3]
+                        .contains("removes cudaGridDependencySynchronize() from `rms_norm_kernel`"),
+                "{evidence:?}"
+            );
+            assert_eq!(evidence.len(), 4, "{evidence:?}");
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        index.coverage(&jit, sm100, &site),
-        Answer::Covered { .. }
-    ));
+    match index.coverage(&jit, sm100, &site) {
+        Answer::Covered { evidence, .. } => assert_eq!(
+            evidence,
+            [
+                "flashinfer/jit/comm.py:7 supported_major_versions=[9, 10]",
+                "L3 device guards yes: 2 kernels in 2 files have bodies at sm_100",
+                "L4 host checks yes: no host check on the SM in the 2 files read",
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
 
+    // A fixed-arch build whose function builds no JIT spec: its sources are not known, so it
+    // is never covered by default; where the flags leave the target out, it is not covered.
     let fixed = Requirement::Jit("flashinfer.jit.gemm:gen_gemm_sm120_module".into());
-    assert!(matches!(
-        index.coverage(&fixed, sm120, &site),
-        Answer::Covered { .. }
-    ));
+    match index.coverage(&fixed, sm120, &site) {
+        Answer::Unknown { why } => assert!(why.contains("sources not found"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     assert!(
         matches!(
             index.coverage(&fixed, Arch::new(12, 1), &site),

@@ -334,3 +334,65 @@ fn colour_follows_no_color_clicolor_force_and_color() {
     assert_eq!(never, plain);
     insta::assert_snapshot!("verdicts_no_color_100", no_color);
 }
+
+// ---- Version, completions, man page.
+
+#[test]
+fn version_names_the_commit() {
+    let out = run(["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        text.starts_with(&format!("gatefix {version} (commit ")),
+        "{text}"
+    );
+    // Built from this checkout, the commit is git's (10 hex digits).
+    let is_git = std::process::Command::new("git")
+        .args(["rev-parse", "--short=10", "HEAD"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if is_git && std::env::var_os("GATEFIX_COMMIT").is_none() {
+        let commit = text
+            .split("(commit ")
+            .nth(1)
+            .unwrap()
+            .trim_end()
+            .trim_end_matches(')');
+        assert!(
+            commit.len() == 10 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_each_shell_know_the_subcommands_and_options() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let text = stdout(&out);
+        for word in ["audit", "apply", "allow-unknown-arch", "show"] {
+            assert!(text.contains(word), "{shell}: {word}");
+        }
+    }
+    let out = run(["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_man_page_covers_every_subcommand() {
+    let out = run(["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains(".TH gatefix 1"), "{text}");
+    for section in [
+        "AUDIT", "KERNELS", "APPLY", "REVERT", "STATUS", "LOG", "RULES",
+    ] {
+        assert!(
+            text.contains(&format!(".SH \"GATEFIX {section}\"")),
+            "{section}"
+        );
+    }
+    assert!(text.contains("\\-\\-show"), "audit's options are in it");
+}

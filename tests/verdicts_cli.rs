@@ -86,7 +86,7 @@ fn every_verdict_with_its_evidence_chain() {
     assert!(
         evidence
             .iter()
-            .any(|e| e.contains("followed 1 call(s) up to 3 hops")),
+            .any(|e| e.contains("followed 1 call(s) up to 6 hops")),
         "{evidence:?}"
     );
 }
@@ -352,4 +352,98 @@ fn a_broken_baseline_is_an_input_error() {
     let out = audit(&fixture(), &["--baseline", baseline.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("baseline.json"), "{}", stderr(&out));
+}
+
+fn flags_site() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/flags")
+}
+
+/// Every gate of the flag-flow site with its verdict at sm_120 (missing and extra both fail).
+#[test]
+fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
+    let doc = json(&flags_site());
+    let mut verdicts: Vec<(String, u64, String)> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["dist"] == "sglang" && g["file"] != "sglang/srt/utils.py")
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    verdicts.sort();
+    let expected = [
+        ("sglang/srt/layers/fusion.py", 11, "wall"),
+        ("sglang/srt/layers/fusion.py", 25, "opportunity"),
+        ("sglang/srt/layers/fusion.py", 37, "wall"),
+        ("sglang/srt/layers/fusion.py", 44, "open"),
+        ("sglang/srt/server_args.py", 14, "trap"),
+        ("sglang/srt/server_args.py", 16, "open"),
+    ];
+    let expected: Vec<(String, u64, String)> = expected
+        .iter()
+        .map(|(f, l, v)| (f.to_string(), *l, v.to_string()))
+        .collect();
+    assert_eq!(verdicts, expected);
+
+    // A dataclass field set in a gated branch, read through the global accessor.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/server_args.py", 14);
+    let hops: Vec<&str> = evidence
+        .iter()
+        .map(String::as_str)
+        .filter(|e| !e.starts_with("admits") && !e.starts_with("a path not taken"))
+        // The kernel layers under the generator (L3 guards, L4 checks) are the kernel's own
+        // evidence, tested in tests/kernel_layers.rs; the hops end at the generator.
+        .filter(|e| !(e.starts_with('L') && e.as_bytes().get(1).is_some_and(u8::is_ascii_digit)))
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            "sglang/srt/server_args.py:14 gated branch",
+            "sglang/srt/server_args.py:15 stores the flag",
+            "sets attribute .enable_fusion",
+            "read at sglang/srt/layers/fusion.py:19 its branch runs when it holds",
+            "calls sglang.srt.layers.fusion:mnnvl_fusion",
+            "calls flashinfer.jit.comm:gen_trtllm_mnnvl_comm_module",
+            "needs JIT generator flashinfer.jit.comm:gen_trtllm_mnnvl_comm_module: MISSING at sm_120",
+            "flashinfer/jit/comm.py:13 supported_major_versions=[9, 10]",
+        ]
+    );
+    // The read that also needs `is_sm100_supported()` is not taken at sm_120.
+    assert!(
+        evidence.iter().any(|e| e.starts_with(
+            "a path not taken at sm_120: sglang/srt/layers/fusion.py:25 `get_global_server_args().enable_fusion and is_sm100_supported()` blocks it"
+        )),
+        "{evidence:?}"
+    );
+
+    // An environment variable set in a gated branch, read with os.environ.get(...) == "1".
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/server_args.py", 16);
+    assert!(
+        evidence.contains(&"sets environment variable SGL_FUSION_TRTLLM".to_string())
+            && evidence.contains(
+                &"read at sglang/srt/layers/fusion.py:31 its branch runs when it holds".to_string()
+            ),
+        "{evidence:?}"
+    );
+
+    // A cached module global, read in its module.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/fusion.py", 11);
+    assert!(
+        evidence.contains(&"sets global sglang.srt.layers.fusion._use_mnnvl".to_string()),
+        "{evidence:?}"
+    );
+
+    // self.m(): the method of this module.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/fusion.py", 44);
+    assert!(
+        evidence.contains(
+            &"calls sglang/srt/layers/fusion.py:48 (the _launch of this module)".to_string()
+        ),
+        "{evidence:?}"
+    );
 }

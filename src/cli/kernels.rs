@@ -29,6 +29,19 @@ pub struct KernelsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Which layers of JIT generators to read: `all` (arch lists, device guards and host
+    /// checks of their sources, toolchain) or `list` (arch lists only).
+    #[arg(long, value_enum, default_value_t = Layers::All)]
+    pub layers: Layers,
+    /// CUDA version of the toolkit JIT builds use (default: the site's nvcc distribution).
+    #[arg(long, value_name = "X.Y")]
+    pub cuda: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layers {
+    All,
+    List,
 }
 
 pub fn run(args: KernelsArgs) -> Result<i32> {
@@ -43,11 +56,14 @@ pub fn run(args: KernelsArgs) -> Result<i32> {
                 ..ScanOptions::default()
             };
             let result = scan_with(&site, &rules, options);
-            let index = KernelIndex::build(&site, &result);
-            return print(
-                &KernelsReport::new(Some(&site), &root, &index, &args.targets),
-                args.format,
-            );
+            let index = KernelIndex::build(&site, &result)
+                .with_layer_rules(rules.kernel_layers.clone(), args.cuda.clone());
+            let report = KernelsReport::new(Some(&site), &root, &index, &args.targets);
+            let report = match args.layers {
+                Layers::All => report.with_layers(),
+                Layers::List => report,
+            };
+            return print(&report, args.format);
         }
     };
     let root = args.site.path.clone().unwrap_or_default();
@@ -64,10 +80,7 @@ fn single_file(path: &Path) -> Result<KernelIndex> {
             path.display()
         ))
     })?;
-    Ok(KernelIndex {
-        libraries: vec![inventory],
-        jit: Default::default(),
-    })
+    Ok(KernelIndex::new(vec![inventory], Default::default()))
 }
 
 fn print(report: &KernelsReport, format: Format) -> Result<i32> {

@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod audit;
+pub mod completions;
 pub mod history;
 pub mod kernels;
 pub mod progress;
@@ -14,10 +15,18 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::arch::Arch;
 use crate::error::Result;
 
+/// `gatefix --version`: the crate version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("GATEFIX_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "gatefix",
-    version,
+    version = VERSION,
     about = "Find, audit and safely open GPU architecture gates in Python inference stacks",
     after_help = "Exit codes: 0 success, 1 policy findings, 2 usage or input error, 3 refused.\n\
                   Machine-readable output goes to stdout; progress and warnings to stderr."
@@ -47,6 +56,10 @@ pub enum Command {
     Log(history::LogArgs),
     /// Validate rule and patch files.
     Rules(rules_check::RulesArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff), every subcommand included.
+    Man,
 }
 
 /// How a command that writes (or reads the ledger of) a site names it.
@@ -141,7 +154,8 @@ fn targets(command: &Command) -> Vec<Arch> {
         Command::Audit(args) => args.targets.targets.clone(),
         Command::Kernels(args) => args.targets.clone(),
         Command::Apply(args) => vec![args.target],
-        Command::Revert(_) | Command::Status(_) | Command::Log(_) | Command::Rules(_) => Vec::new(),
+        // The others take no target.
+        _ => Vec::new(),
     }
 }
 
@@ -156,5 +170,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(args) => history::status(args),
         Command::Log(args) => history::log(args),
         Command::Rules(args) => rules_check::run(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }

@@ -143,6 +143,10 @@ pub struct Param {
 #[derive(Debug, Clone)]
 pub struct FunctionIr {
     pub qualname: String,
+    /// The enclosing function (a closure reads its locals), not counting classes.
+    pub parent: Option<usize>,
+    /// The class a method is defined in (its qualname), for `self.x` / `cls.x`.
+    pub class: Option<String>,
     pub line: u32,
     pub params: Vec<Param>,
     pub decorators: Vec<Expr>,
@@ -187,6 +191,11 @@ pub enum SiteKind {
     JitArchList,
     Decorator,
     MinCapability,
+    /// A call argument (positional or keyword), a container element or a lambda body: a
+    /// boolean decided by the device, passed on rather than tested here.
+    Argument,
+    /// A store to an attribute or a subscript (`self._fast = ...`, `opts["pdl"] = ...`).
+    AttrStore,
 }
 
 /// A candidate decision site; resolution decides whether it is a gate.
@@ -199,6 +208,46 @@ pub struct Site {
     pub function: Option<usize>,
     pub text: String,
     pub expr: Expr,
+    /// The enclosing `if`/`elif`/`else` tests that name a rule fact, innermost last, with
+    /// whether the site is in the arm where the test holds: a site under `if is_hip():` is
+    /// unreachable on NVIDIA and is not a gate.
+    pub guards: Vec<(Expr, bool)>,
+    /// Whether the site was recorded only because it compares a parameter (a parametric
+    /// candidate): it is a gate only when the parameter resolves to a device value.
+    pub parametric: bool,
+    /// The innermost branch arm of its function the site sits in (`ModuleIr::branches`).
+    pub branch: Option<usize>,
+}
+
+/// A branch arm inside a function: the sites and bindings under `if test:` (`holds`) or its
+/// `elif`/`else` (`!holds`), inside the arm `parent`.
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub test: Expr,
+    pub holds: bool,
+    pub parent: Option<usize>,
+    /// Where the test is evaluated (its locals are those bound before it).
+    pub byte: usize,
+}
+
+/// A store to `self.x` / `cls.x` (or an assignment in the class body), visible to every method
+/// of the class and of its subclasses.
+#[derive(Debug, Clone)]
+pub struct AttrAssign {
+    pub value: Expr,
+    /// The method it is in (`None`: the class body), and where, for its locals.
+    pub function: Option<usize>,
+    pub byte: usize,
+}
+
+/// A call whose arguments may depend on the device, recorded so that a function's parameters
+/// can be read through its callers (`supported(get_device_sm())`).
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub function: Option<usize>,
+    pub byte: usize,
+    pub args: Vec<Expr>,
+    pub kwargs: Vec<(String, Expr)>,
 }
 
 /// A local assignment inside a function, visible to sites after `byte`.
@@ -207,6 +256,9 @@ pub struct LocalAssign {
     pub byte: usize,
     pub target: Target,
     pub value: Expr,
+    /// The branch arm it sits in: a read outside that arm sees it joined with the binding
+    /// before it, guarded by the arm's tests.
+    pub branch: Option<usize>,
 }
 
 /// Everything resolution needs from one Python file.
@@ -224,7 +276,13 @@ pub struct ModuleIr {
     pub named_tuples: Vec<String>,
     /// Classes by qualname, with their base-class expressions (for method lookup).
     pub classes: HashMap<String, Vec<Expr>>,
+    /// Attributes stored on each class (by class qualname, then attribute name), last first
+    /// wins as Python's last store does.
+    pub class_attrs: HashMap<String, HashMap<String, Vec<AttrAssign>>>,
+    /// Calls with device-dependent arguments, by the callee's last name.
+    pub calls: HashMap<String, Vec<CallSite>>,
     pub locals: HashMap<usize, Vec<LocalAssign>>,
+    pub branches: Vec<Branch>,
     pub sites: Vec<Site>,
     pub parse_errors: Vec<(u32, u32)>,
     /// Only some statements were parsed (`chunks`): a lookup that misses may need the rest.

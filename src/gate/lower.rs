@@ -19,6 +19,18 @@ pub const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
 const MAX_EXPR_DEPTH: usize = 48;
+/// Branch tests longer than this guard nothing (a platform test is short).
+const MAX_GUARD_BYTES: usize = 300;
+/// A function without a token up to this size keeps its body: a caller may hand it a device
+/// value.
+pub const MAX_TOKENLESS_HELPER_BYTES: usize = 1024;
+
+/// `value[i][j]...` for an unpacking path.
+fn unpacked(value: &Expr, path: &[usize]) -> Expr {
+    path.iter().fold(value.clone(), |inner, &i| {
+        Expr::Subscript(Box::new(inner), Box::new(Expr::Int(i as i64)))
+    })
+}
 
 pub struct Lowerer<'a> {
     src: &'a [u8],
@@ -32,10 +44,23 @@ pub struct Lowerer<'a> {
     /// Names bound (so far, anywhere in this file) to something that mentions an arch token:
     /// a site that uses one is a candidate even without a token of its own.
     archy_names: HashSet<String>,
+    /// Attributes stored on a class with an arch-dependent value (`self._fast = ...`, a class
+    /// body's `FAST = ...`): `self._fast` reads one.
+    archy_attrs: HashSet<String>,
     /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
     archy_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The last `archy_or_derived` answer: node id, end byte, names known then, answer.
     last_archy: Cell<Option<(usize, usize, usize, bool)>>,
+    /// The enclosing branch tests that name a rule fact, with the arm's polarity (reset at
+    /// each function: a site's guards are those of its own body).
+    guards: Vec<(Expr, bool)>,
+    /// Inside an `except` clause: its bindings are the failure path and do not replace the
+    /// `try` body's.
+    in_except: usize,
+    /// The branch arms around the current statement inside a function, and the ids of the
+    /// arms already recorded in `ir.branches`.
+    branch_stack: Vec<(Node<'a>, bool)>,
+    branch_ids: std::collections::HashMap<(usize, bool), usize>,
 }
 
 /// Lowers one parsed file.
@@ -72,8 +97,13 @@ pub fn lower_parsed(
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_attrs: HashSet::new(),
         archy_finders: Vec::new(),
         last_archy: Cell::new(None),
+        guards: Vec::new(),
+        in_except: 0,
+        branch_stack: Vec::new(),
+        branch_ids: std::collections::HashMap::new(),
     };
     let root = tree.root_node();
     if root.has_error() {
@@ -101,11 +131,11 @@ fn collect_errors(node: Node, out: &mut Vec<(u32, u32)>) {
 }
 
 impl<'a> Lowerer<'a> {
-    fn text(&self, node: Node) -> &'a str {
+    fn text(&self, node: Node<'a>) -> &'a str {
         std::str::from_utf8(&self.src[node.byte_range()]).unwrap_or("")
     }
 
-    fn owned_text(&self, node: Node) -> String {
+    fn owned_text(&self, node: Node<'a>) -> String {
         let bytes = &self.src[node.byte_range()];
         // `from_utf8` checks short ASCII names in a few instructions; the lossy decoder walks
         // them in chunks (a third of a million names per run on a big site).
@@ -116,7 +146,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Whether an expression's code (not its comments) holds a token.
-    fn archy(&self, node: Node) -> bool {
+    fn archy(&self, node: Node<'a>) -> bool {
         expression_code_hit(self.tokens, &self.src[node.byte_range()])
     }
 
@@ -125,20 +155,25 @@ impl<'a> Lowerer<'a> {
     /// Callers often ask twice in a row about one node (an assignment's value is tested, then
     /// recorded as a site, then scanned), so the last answer is kept: a `true` stays true
     /// (names are only ever added), a `false` holds while no name was added.
-    fn archy_or_derived(&self, node: Node) -> bool {
+    fn archy_or_derived(&self, node: Node<'a>) -> bool {
         let key = (node.id(), node.end_byte());
         if let Some((id, end, names, hit)) = self.last_archy.get()
             && (id, end) == key
-            && (hit || names == self.archy_names.len())
+            && (hit || names == self.archy_names.len() + self.archy_attrs.len())
         {
             return hit;
         }
         let hit = self.archy(node)
             || (!self.archy_names.is_empty()
                 && self.may_use_archy_name(node)
-                && self.uses_archy_name(node));
-        self.last_archy
-            .set(Some((key.0, key.1, self.archy_names.len(), hit)));
+                && self.uses_archy_name(node))
+            || (!self.archy_attrs.is_empty() && self.uses_archy_attr(node));
+        self.last_archy.set(Some((
+            key.0,
+            key.1,
+            self.archy_names.len() + self.archy_attrs.len(),
+            hit,
+        )));
         hit
     }
 
@@ -154,7 +189,7 @@ impl<'a> Lowerer<'a> {
     /// the text of every node above it, so a node whose text contains no arch-dependent name
     /// uses none. Walking the subtree (a cursor per node) costs far more than a few memmem
     /// scans, or with many names, looking each identifier-like word of the text up.
-    fn may_use_archy_name(&self, node: Node) -> bool {
+    fn may_use_archy_name(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
         if self.archy_names.len() > MAX_ARCHY_FINDERS {
             return word_runs(text)
@@ -165,9 +200,12 @@ impl<'a> Lowerer<'a> {
 
     /// Whether the expression names an arch-dependent name: an identifier in it, not inside a
     /// nested attribute (`x.is_sm90` names `x`, as the attribute's object says).
-    fn uses_archy_name(&self, node: Node) -> bool {
+    fn uses_archy_name(&self, node: Node<'a>) -> bool {
         if node.kind_name() == "identifier" {
             return self.archy_names.contains(self.text(node));
+        }
+        if !self.archy_attrs.is_empty() && self.uses_archy_attr(node) {
+            return true;
         }
         self.descendants_use_archy_name(node)
             || (node.kind_name() == "attribute"
@@ -176,19 +214,47 @@ impl<'a> Lowerer<'a> {
                     .is_some_and(|o| self.uses_archy_name(o)))
     }
 
+    /// Whether the expression reads `self.x` / `cls.x` (any receiver) for an arch-dependent
+    /// class attribute `x`.
+    fn uses_archy_attr(&self, node: Node<'a>) -> bool {
+        let text = &self.src[node.byte_range()];
+        if !word_runs(text)
+            .any(|w| std::str::from_utf8(w).is_ok_and(|w| self.archy_attrs.contains(w)))
+        {
+            return false;
+        }
+        let mut stack = vec![node];
+        while let Some(current) = stack.pop() {
+            if current.kind_name() == "attribute"
+                && current.field(F::Object).is_some_and(|o| {
+                    o.kind_name() == "identifier" && matches!(self.text(o), "self" | "cls")
+                })
+                && current
+                    .field(F::Attribute)
+                    .is_some_and(|a| self.archy_attrs.contains(self.text(a)))
+            {
+                return true;
+            }
+            let mut cursor = current.walk();
+            stack.extend(current.named_children(&mut cursor));
+        }
+        false
+    }
+
     /// An identifier among the named descendants, not entering `attribute` nodes: one cursor
     /// walks the subtree (a cursor per node costs an allocation each).
-    fn descendants_use_archy_name(&self, node: Node) -> bool {
+    fn descendants_use_archy_name(&self, node: Node<'a>) -> bool {
         let mut cursor = node.walk();
         if !cursor.goto_first_child() {
             return false;
         }
         loop {
             let child = cursor.node();
-            if child.is_named() {
+            // An attribute's name (`x.is_sm90`'s `is_sm90`) is no use of a name; its object is.
+            if child.is_named() && cursor.field_name() != Some("attribute") {
                 match child.kind_name() {
                     "identifier" if self.archy_names.contains(self.text(child)) => return true,
-                    "identifier" | "attribute" => {}
+                    "identifier" => {}
                     _ if cursor.goto_first_child() => continue,
                     _ => {}
                 }
@@ -207,20 +273,25 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Visits the statements of a block (module, function body, if body ...).
-    fn block(&mut self, node: Node) {
+    fn block(&mut self, node: Node<'a>) {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             self.statement(child);
         }
     }
 
-    fn statement(&mut self, node: Node) {
+    fn statement(&mut self, node: Node<'a>) {
         match node.kind_name() {
             "import_statement" => self.import(node),
             "import_from_statement" => self.import_from(node),
             "future_import_statement" => {}
             "expression_statement" => self.expression_statement(node),
-            "if_statement" | "while_statement" => self.conditional(node),
+            "if_statement" => self.if_statement(node),
+            "while_statement" => self.conditional(node),
+            "for_statement" => self.for_statement(node),
+            "with_statement" => self.with_statement(node),
+            "try_statement" => self.try_statement(node),
+            "match_statement" => self.match_statement(node),
             "assert_statement" => {
                 if let Some(cond) = node.named_child(0) {
                     self.site(SiteKind::Assert, cond);
@@ -237,16 +308,18 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Descends into nested blocks of compound statements (try, with, for, match ...).
-    fn visit_bodies(&mut self, node: Node) {
+    fn visit_bodies(&mut self, node: Node<'a>) {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             match child.kind_name() {
                 "block" => self.block(child),
-                "except_clause"
-                | "else_clause"
-                | "finally_clause"
-                | "except_group_clause"
-                | "case_clause" => self.visit_bodies(child),
+                "except_clause" | "except_group_clause" => {
+                    self.in_except += 1;
+                    self.bind_as_targets(child);
+                    self.visit_bodies(child);
+                    self.in_except -= 1;
+                }
+                "else_clause" | "finally_clause" | "case_clause" => self.visit_bodies(child),
                 "elif_clause" => self.conditional(child),
                 kind if kind.ends_with("_statement") || kind == "decorated_definition" => {
                     self.statement(child)
@@ -256,8 +329,9 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// `if`, `elif` and `while`: the condition is a candidate site; then the bodies.
-    fn conditional(&mut self, node: Node) {
+    /// `while` (and an `elif` reached outside an `if` chain): the condition is a candidate
+    /// site; then the bodies.
+    fn conditional(&mut self, node: Node<'a>) {
         if let Some(cond) = node.field(F::Condition) {
             self.site(SiteKind::Test, cond);
             self.scan_expression(cond);
@@ -265,7 +339,277 @@ impl<'a> Lowerer<'a> {
         self.visit_bodies(node);
     }
 
-    fn return_statement(&mut self, node: Node) {
+    /// The guard a branch test gives the sites of an arm: only tests that name a rule fact
+    /// (`is_hip()`, `torch.version.hip`) can be constant on NVIDIA, so only those are kept.
+    fn guard_of(&self, cond: Node<'a>) -> Option<Expr> {
+        (cond.byte_range().len() <= MAX_GUARD_BYTES && self.archy(cond)).then(|| self.expr(cond, 0))
+    }
+
+    /// `if` / `elif` / `else`: each test is a site; each arm's sites carry the tests that lead
+    /// there; at module level, a name bound differently in the arms is joined, guarded by
+    /// the test (`MODE = "fast" if <test> else "slow"`).
+    fn if_statement(&mut self, node: Node<'a>) {
+        let mut cursor = node.walk();
+        let alternatives: Vec<Node<'a>> = node
+            .children_by_field_name("alternative", &mut cursor)
+            .collect();
+        self.if_chain(node, &alternatives);
+    }
+
+    fn if_chain(&mut self, clause: Node<'a>, rest: &[Node<'a>]) {
+        let cond = clause.field(F::Condition);
+        if let Some(cond) = cond {
+            self.site(SiteKind::Test, cond);
+            self.scan_expression(cond);
+        }
+        let guard = cond.and_then(|c| self.guard_of(c));
+        let module_join = self.at_module_level();
+        let before = module_join.then(|| self.ir.assigns.clone());
+        if let Some(g) = &guard {
+            self.guards.push((g.clone(), true));
+        }
+        let in_function = !self.functions.is_empty();
+        if let (true, Some(cond)) = (in_function, cond) {
+            self.branch_stack.push((cond, true));
+        }
+        if let Some(body) = clause.field(F::Consequence) {
+            self.block(body);
+        }
+        if let (true, Some(_)) = (in_function, cond) {
+            self.branch_stack.pop();
+        }
+        if guard.is_some() {
+            self.guards.pop();
+        }
+        let after_then = before
+            .as_ref()
+            .map(|b| std::mem::replace(&mut self.ir.assigns, b.clone()));
+        if let Some(g) = &guard {
+            self.guards.push((g.clone(), false));
+        }
+        if let (true, Some(cond)) = (in_function, cond) {
+            self.branch_stack.push((cond, false));
+        }
+        if let Some((first, more)) = rest.split_first() {
+            match first.kind_name() {
+                "elif_clause" => self.if_chain(*first, more),
+                _ => {
+                    if let Some(body) = first.field(F::Body) {
+                        self.block(body);
+                    }
+                }
+            }
+        }
+        if let (true, Some(_)) = (in_function, cond) {
+            self.branch_stack.pop();
+        }
+        if guard.is_some() {
+            self.guards.pop();
+        }
+        if let (Some(before), Some(after_then), Some(cond)) = (before, after_then, cond) {
+            self.join_module_arms(&before, after_then, cond);
+        }
+    }
+
+    /// After a module-level `if`: a name the arms bind to different values gets both, as a
+    /// conditional expression over the test (a name unbound on one side keeps its value).
+    fn join_module_arms(
+        &mut self,
+        before: &std::collections::HashMap<String, Expr>,
+        after_then: std::collections::HashMap<String, Expr>,
+        cond: Node<'a>,
+    ) {
+        let mut test: Option<Expr> = None;
+        for (name, then_value) in after_then {
+            let else_value = self.ir.assigns.get(&name);
+            if else_value == Some(&then_value) {
+                continue;
+            }
+            let orelse = match else_value.or_else(|| before.get(&name)) {
+                Some(value) => value.clone(),
+                None => Expr::Other(format!("<{name} unbound>")),
+            };
+            if self.archy_or_derived(cond) {
+                self.add_archy_name(name.clone());
+            }
+            let test = test.get_or_insert_with(|| self.expr(cond, 0)).clone();
+            self.ir.assigns.insert(
+                name,
+                Expr::IfExp {
+                    test: Box::new(test),
+                    body: Box::new(then_value),
+                    orelse: Box::new(orelse),
+                },
+            );
+        }
+    }
+
+    /// The innermost branch arm around the current statement, recording the arms on the way.
+    fn current_branch(&mut self) -> Option<usize> {
+        let mut parent = None;
+        for i in 0..self.branch_stack.len() {
+            let (cond, holds) = self.branch_stack[i];
+            let key = (cond.id(), holds);
+            let id = match self.branch_ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.ir.branches.len();
+                    let test = self.expr(cond, 0);
+                    self.ir.branches.push(Branch {
+                        test,
+                        holds,
+                        parent,
+                        byte: cond.start_byte(),
+                    });
+                    self.branch_ids.insert(key, id);
+                    id
+                }
+            };
+            parent = Some(id);
+        }
+        parent
+    }
+
+    /// `for x in ...:` binds `x` (to something gatefix does not follow) for the body.
+    fn for_statement(&mut self, node: Node<'a>) {
+        if let Some(right) = node.field(F::Right) {
+            self.scan_expression(right);
+        }
+        if let Some(left) = node.field(F::Left) {
+            self.bind_opaque(left);
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind_name() {
+                "block" => self.block(child),
+                "else_clause" => self.visit_bodies(child),
+                _ => {}
+            }
+        }
+    }
+
+    /// `with a as b:` binds `b` to what `a.__enter__()` returns: not followed.
+    fn with_statement(&mut self, node: Node<'a>) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind_name() {
+                "with_clause" => {
+                    self.scan_expression(child);
+                    self.bind_as_targets(child);
+                }
+                "block" => self.block(child),
+                _ => {}
+            }
+        }
+    }
+
+    /// The `as` targets below a `with` or `except` clause.
+    fn bind_as_targets(&mut self, clause: Node<'a>) {
+        let mut cursor = clause.walk();
+        let mut stack: Vec<Node<'a>> = clause.named_children(&mut cursor).collect();
+        while let Some(node) = stack.pop() {
+            match node.kind_name() {
+                "block" => {}
+                "as_pattern" => {
+                    if let Some(alias) = node.field(F::Alias) {
+                        self.bind_opaque(alias);
+                    }
+                }
+                _ => {
+                    let mut cursor = node.walk();
+                    stack.extend(node.named_children(&mut cursor));
+                }
+            }
+        }
+    }
+
+    /// Records that the names of a target are rebound to a value gatefix does not follow,
+    /// where that hides an earlier arch-dependent binding.
+    fn bind_opaque(&mut self, target: Node<'a>) {
+        let mut names = Vec::new();
+        self.target_names(target, &mut Vec::new(), &mut names);
+        for (name, _) in names {
+            if !self.archy_names.contains(&name) {
+                continue;
+            }
+            let value = Expr::Other(format!("<{name} rebound>"));
+            if self.at_module_level() {
+                self.ir.assigns.insert(name, value);
+            } else if let Some(&function) = self.functions.last() {
+                let branch = self.current_branch();
+                self.ir
+                    .locals
+                    .entry(function)
+                    .or_default()
+                    .push(LocalAssign {
+                        byte: target.start_byte(),
+                        target: Target::Name(name),
+                        value,
+                        branch,
+                    });
+            }
+        }
+    }
+
+    fn try_statement(&mut self, node: Node<'a>) {
+        self.visit_bodies(node);
+    }
+
+    /// `match subject:` with `case <literal>:` clauses: each literal case compares the
+    /// subject, so it is a test site (`case 9:` is `subject == 9`).
+    fn match_statement(&mut self, node: Node<'a>) {
+        let subject = node.field(F::Subject);
+        if let Some(subject) = subject {
+            self.scan_expression(subject);
+        }
+        let subject_archy = subject.is_some_and(|s| self.archy_or_derived(s));
+        let mut stack = vec![node];
+        while let Some(current) = stack.pop() {
+            let mut cursor = current.walk();
+            let children: Vec<Node<'a>> = current.named_children(&mut cursor).collect();
+            for child in children {
+                match child.kind_name() {
+                    "case_clause" => {
+                        if let (true, Some(subject)) = (subject_archy, subject) {
+                            self.case_site(subject, child);
+                        }
+                        self.visit_bodies(child);
+                    }
+                    "block" => stack.push(child),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn case_site(&mut self, subject: Node<'a>, clause: Node<'a>) {
+        let Some(pattern) = clause
+            .named_child(0)
+            .filter(|p| p.kind_name() == "case_pattern")
+        else {
+            return;
+        };
+        let values: Vec<Expr> = {
+            let mut cursor = pattern.walk();
+            pattern
+                .named_children(&mut cursor)
+                .map(|p| self.expr(p, 0))
+                .collect()
+        };
+        let [value] = values.as_slice() else {
+            return;
+        };
+        if !matches!(value, Expr::Int(_) | Expr::Str(_) | Expr::Tuple(_)) {
+            return;
+        }
+        let expr = Expr::Compare(
+            Box::new(self.expr(subject, 0)),
+            vec![(CmpOp::Eq, value.clone())],
+        );
+        self.push_site(SiteKind::Test, pattern, expr, false);
+    }
+
+    fn return_statement(&mut self, node: Node<'a>) {
         let Some(value) = node.named_child(0) else {
             return;
         };
@@ -285,7 +629,7 @@ impl<'a> Lowerer<'a> {
         self.scan_expression(value);
     }
 
-    fn expression_statement(&mut self, node: Node) {
+    fn expression_statement(&mut self, node: Node<'a>) {
         let Some(expr) = node.named_child(0) else {
             return;
         };
@@ -317,7 +661,7 @@ impl<'a> Lowerer<'a> {
     /// Whether an assigned value may depend on the architecture. In a big value (a generated
     /// table) a token inside a string literal is a name, not a check, and does not count
     /// (`chunks::relevant_ranges` drops such statements unparsed).
-    fn value_archy(&self, value: Node) -> bool {
+    fn value_archy(&self, value: Node<'a>) -> bool {
         if value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
             return self.archy_or_derived(value);
         }
@@ -328,12 +672,33 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Records an assignment; returns whether its value may depend on the architecture.
-    fn assignment(&mut self, targets: &[Node], value: Node) -> bool {
-        let lowered_targets: Vec<Target> = targets.iter().filter_map(|t| self.target(*t)).collect();
-        if lowered_targets.is_empty() {
+    fn assignment(&mut self, targets: &[Node<'a>], value: Node<'a>) -> bool {
+        let mut bindings: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut stores: Vec<Node<'a>> = Vec::new();
+        for target in targets {
+            match target.kind_name() {
+                "attribute" | "subscript" => stores.push(*target),
+                _ => self.target_names(*target, &mut Vec::new(), &mut bindings),
+            }
+        }
+        let in_class_body = self.functions.is_empty() && !self.classes.is_empty();
+        if bindings.is_empty() && stores.is_empty() {
             return false;
         }
         let archy = self.value_archy(value);
+        // A name bound under an arch-dependent test depends on the device through the branch
+        // (`result = "fast"` inside `if cap[0] >= 10:`).
+        let controlled = !archy
+            && !bindings.is_empty()
+            && self
+                .branch_stack
+                .iter()
+                .any(|(cond, _)| self.archy_or_derived(*cond));
+        if controlled {
+            for (name, _) in &bindings {
+                self.add_archy_name(name.clone());
+            }
+        }
         // Big literals (generated tables) cost more to lower than they are worth; resolution
         // only needs values that could matter.
         let lowered = if archy || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
@@ -342,49 +707,150 @@ impl<'a> Lowerer<'a> {
             Expr::Other(String::from("<large value>"))
         };
         if archy {
-            for target in &lowered_targets {
-                match target {
-                    Target::Name(name) => {
-                        self.add_archy_name(name.clone());
-                    }
-                    Target::Tuple(names) => {
-                        for name in names.iter().flatten() {
-                            self.add_archy_name(name.clone());
-                        }
-                    }
-                }
+            for (name, _) in &bindings {
+                self.add_archy_name(name.clone());
             }
         }
-        let single_name = lowered_targets.iter().any(|t| matches!(t, Target::Name(_)));
-        let flag_like =
-            single_name && !is_literal(value) && value.kind_name() != "conditional_expression";
-        if self.at_module_level() {
-            for target in &lowered_targets {
-                if let Target::Name(name) = target {
-                    self.ir.assigns.insert(name.clone(), lowered.clone());
-                }
+        let flag_like = !is_literal(value) && value.kind_name() != "conditional_expression";
+        let site_kind = if !bindings.is_empty() {
+            if self.at_module_level() || in_class_body {
+                Some(SiteKind::ModuleFlag)
+            } else if !self.functions.is_empty() {
+                Some(SiteKind::LocalFlag)
+            } else {
+                None
             }
-            if flag_like && archy {
-                self.site(SiteKind::ModuleFlag, value);
+        } else {
+            Some(SiteKind::AttrStore)
+        };
+        // `self.x = ...` / `cls.x = ...` in a method, or a name in a class body: an attribute
+        // of the class.
+        let class = match (self.functions.last(), in_class_body) {
+            (_, true) => Some(self.qualname_of_class()),
+            (Some(&f), false) => self.ir.functions[f].class.clone(),
+            _ => None,
+        };
+        if let Some(class) = class {
+            let receiver_stores: Vec<String> = stores
+                .iter()
+                .filter_map(|t| self.receiver_attribute(*t))
+                .collect();
+            let names: Vec<String> = if in_class_body {
+                bindings.iter().map(|(n, _)| n.clone()).collect()
+            } else {
+                receiver_stores
+            };
+            for name in names {
+                if archy {
+                    self.archy_attrs.insert(name.clone());
+                }
+                self.ir
+                    .class_attrs
+                    .entry(class.clone())
+                    .or_default()
+                    .entry(name)
+                    .or_default()
+                    .push(AttrAssign {
+                        value: lowered.clone(),
+                        function: self.functions.last().copied(),
+                        byte: value.start_byte(),
+                    });
+            }
+        }
+        if self.at_module_level() {
+            for (name, path) in &bindings {
+                self.ir
+                    .assigns
+                    .insert(name.clone(), unpacked(&lowered, path));
             }
         } else if let Some(&function) = self.functions.last() {
             let byte = value.start_byte();
+            let branch = self.current_branch();
+            let rebinding_in_except = self.in_except > 0;
             let locals = self.ir.locals.entry(function).or_default();
-            for target in lowered_targets {
+            for (name, path) in bindings {
+                // An `except` arm's binding is the failure path: the `try` body's one stays.
+                if rebinding_in_except
+                    && locals
+                        .iter()
+                        .any(|a| matches!(&a.target, Target::Name(n) if *n == name))
+                {
+                    continue;
+                }
                 locals.push(LocalAssign {
                     byte,
-                    target,
-                    value: lowered.clone(),
+                    target: Target::Name(name),
+                    value: unpacked(&lowered, &path),
+                    branch,
                 });
             }
-            if flag_like && archy {
-                self.site(SiteKind::LocalFlag, value);
-            }
+        }
+        if flag_like
+            && archy
+            && let Some(kind) = site_kind
+        {
+            self.site(kind, value);
         }
         archy
     }
 
-    fn target(&self, node: Node) -> Option<Target> {
+    /// `x` of a `self.x` / `cls.x` target inside a method.
+    fn receiver_attribute(&self, target: Node<'a>) -> Option<String> {
+        if target.kind_name() != "attribute" {
+            return None;
+        }
+        let object = target.field(F::Object)?;
+        let receiver = self
+            .functions
+            .last()
+            .and_then(|&f| self.ir.functions[f].params.first().map(|p| p.name.clone()))?;
+        (object.kind_name() == "identifier" && self.text(object) == receiver)
+            .then(|| target.field(F::Attribute).map(|a| self.owned_text(a)))
+            .flatten()
+    }
+
+    fn qualname_of_class(&self) -> String {
+        let mut parts: Vec<&str> = Vec::new();
+        if let Some(&outer) = self.functions.last() {
+            parts.push(&self.ir.functions[outer].qualname);
+        }
+        parts.extend(self.classes.iter().map(String::as_str));
+        parts.join(".")
+    }
+
+    /// The names a target binds, each with its unpacking path (`name, (major, minor) = ...`
+    /// binds `major` at `[1][0]`); a starred or attribute element binds nothing followed.
+    fn target_names(
+        &self,
+        node: Node<'a>,
+        path: &mut Vec<usize>,
+        out: &mut Vec<(String, Vec<usize>)>,
+    ) {
+        match node.kind_name() {
+            "identifier" => out.push((self.owned_text(node), path.clone())),
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
+            | "expression_list" => {
+                let mut cursor = node.walk();
+                let items: Vec<Node<'a>> = node
+                    .named_children(&mut cursor)
+                    .filter(|c| c.kind_name() != "comment")
+                    .collect();
+                for (i, item) in items.into_iter().enumerate() {
+                    path.push(i);
+                    self.target_names(item, path, out);
+                    path.pop();
+                }
+            }
+            "parenthesized_expression" | "as_pattern_target" => {
+                if let Some(inner) = node.named_child(0) {
+                    self.target_names(inner, path, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn target(&self, node: Node<'a>) -> Option<Target> {
         match node.kind_name() {
             "identifier" => Some(Target::Name(self.owned_text(node))),
             "pattern_list" | "tuple_pattern" | "list_pattern" => {
@@ -399,7 +865,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn import(&mut self, node: Node) {
+    fn import(&mut self, node: Node<'a>) {
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
             match name.kind_name() {
@@ -423,7 +889,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn import_from(&mut self, node: Node) {
+    fn import_from(&mut self, node: Node<'a>) {
         let Some(module_node) = node.field(F::ModuleName) else {
             return;
         };
@@ -449,6 +915,9 @@ impl<'a> Lowerer<'a> {
                 },
                 _ => continue,
             };
+            if local != member && self.tokens.hit(member.as_bytes()) {
+                self.add_archy_name(local.clone());
+            }
             self.ir
                 .imports
                 .insert(local, Import::Member(module.clone(), member));
@@ -456,7 +925,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Turns `.x`, `..x` and `a.b` into an absolute dotted module name.
-    fn absolute_module(&self, node: Node) -> String {
+    fn absolute_module(&self, node: Node<'a>) -> String {
         if node.kind_name() != "relative_import" {
             return self.owned_text(node);
         }
@@ -475,7 +944,7 @@ impl<'a> Lowerer<'a> {
         parts.join(".")
     }
 
-    fn decorated(&mut self, node: Node) {
+    fn decorated(&mut self, node: Node<'a>) {
         let mut decorators = Vec::new();
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
@@ -494,7 +963,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn class(&mut self, node: Node) {
+    fn class(&mut self, node: Node<'a>) {
         let name = node
             .field(F::Name)
             .map(|n| self.owned_text(n))
@@ -524,7 +993,7 @@ impl<'a> Lowerer<'a> {
         self.classes.pop();
     }
 
-    fn function(&mut self, node: Node, decorators: Vec<Node>) {
+    fn function(&mut self, node: Node<'a>, decorators: Vec<Node<'a>>) {
         let name = node
             .field(F::Name)
             .map(|n| self.owned_text(n))
@@ -534,14 +1003,21 @@ impl<'a> Lowerer<'a> {
         // A docstring or comment that names a helper does not make a function arch-dependent
         // (as `chunks::relevant_ranges` judges its statements).
         let archy = statement_code_hit(self.tokens, &self.src[node.byte_range()]);
-        // Only arch-dependent helpers are ever inferred; others resolve to free conditions.
-        let body = body_node
-            .filter(|_| archy && node.byte_range().len() <= MAX_HELPER_BODY_BYTES)
-            .map(|b| self.stmts(b));
         let params = node
             .field(F::Parameters)
             .map(|p| self.params(p))
             .unwrap_or_default();
+        // Arch-dependent helpers are inferred; a small one without a token is inferred only
+        // when a caller hands it a device value (`def fast(cap): return cap[0] >= 9`).
+        let takes_values = params.iter().any(|p| p.name != "self" && p.name != "cls");
+        let size = node.byte_range().len();
+        let body = body_node
+            .filter(|_| {
+                (archy && size <= MAX_HELPER_BODY_BYTES)
+                    || (takes_values && size <= MAX_TOKENLESS_HELPER_BYTES)
+            })
+            .map(|b| self.stmts(b));
+        let class = (!self.classes.is_empty()).then(|| self.qualname_of_class());
         let index = self.ir.functions.len();
         if archy && body.is_some() && self.classes.is_empty() {
             self.add_archy_name(name.clone());
@@ -575,6 +1051,8 @@ impl<'a> Lowerer<'a> {
         };
         self.ir.functions.push(FunctionIr {
             qualname: qualname.clone(),
+            parent: self.functions.last().copied(),
+            class,
             line: node.start_position().row as u32 + 1,
             params,
             decorators: lowered_decorators,
@@ -594,18 +1072,39 @@ impl<'a> Lowerer<'a> {
                 self.functions.push(index);
                 self.site(SiteKind::Decorator, decorator);
                 self.functions.pop();
+            } else {
+                // `@pytest.mark.skipif(<device test>, ...)`: its arguments are sites.
+                self.scan_expression(decorator);
+            }
+        }
+        // Default values are evaluated where the `def` runs.
+        if let Some(parameters) = node.field(F::Parameters) {
+            let mut cursor = parameters.walk();
+            let defaults: Vec<Node<'a>> = parameters
+                .named_children(&mut cursor)
+                .filter_map(|p| p.field(F::Value))
+                .collect();
+            for default in defaults {
+                self.site(SiteKind::Argument, default);
+                self.scan_expression(default);
             }
         }
         self.functions.push(index);
         let saved_classes = std::mem::take(&mut self.classes);
+        let saved_guards = std::mem::take(&mut self.guards);
+        let saved_except = std::mem::take(&mut self.in_except);
+        let saved_branches = std::mem::take(&mut self.branch_stack);
         if let Some(body) = body_node {
             self.block(body);
         }
+        self.in_except = saved_except;
+        self.branch_stack = saved_branches;
+        self.guards = saved_guards;
         self.classes = saved_classes;
         self.functions.pop();
     }
 
-    fn is_capability_decorator(&self, node: Node) -> bool {
+    fn is_capability_decorator(&self, node: Node<'a>) -> bool {
         node.kind_name() == "call"
             && node
                 .field(F::Function)
@@ -622,7 +1121,7 @@ impl<'a> Lowerer<'a> {
         parts.join(".")
     }
 
-    fn params(&self, node: Node) -> Vec<Param> {
+    fn params(&self, node: Node<'a>) -> Vec<Param> {
         let mut out = Vec::new();
         let mut cursor = node.walk();
         for p in node.named_children(&mut cursor) {
@@ -659,7 +1158,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Lowers a function body for inference (no sites recorded here).
-    fn stmts(&self, block: Node) -> Vec<Stmt> {
+    fn stmts(&self, block: Node<'a>) -> Vec<Stmt> {
         let mut out = Vec::new();
         let mut cursor = block.walk();
         for node in block.named_children(&mut cursor) {
@@ -668,7 +1167,7 @@ impl<'a> Lowerer<'a> {
         out
     }
 
-    fn stmt_into(&self, node: Node, out: &mut Vec<Stmt>) {
+    fn stmt_into(&self, node: Node<'a>, out: &mut Vec<Stmt>) {
         match node.kind_name() {
             "return_statement" => {
                 out.push(Stmt::Return(node.named_child(0).map(|v| self.expr(v, 0))))
@@ -704,17 +1203,17 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn if_stmt(&self, node: Node) -> Stmt {
+    fn if_stmt(&self, node: Node<'a>) -> Stmt {
         // Fold `elif` chains into nested ifs in the else branch.
         let mut cursor = node.walk();
-        let alternatives: Vec<Node> = node
+        let alternatives: Vec<Node<'a>> = node
             .children_by_field_name("alternative", &mut cursor)
             .collect();
         self.if_clause(node, &alternatives)
     }
 
     /// An `if` or `elif` clause with what follows it as the else branch.
-    fn if_clause(&self, clause: Node, rest: &[Node]) -> Stmt {
+    fn if_clause(&self, clause: Node<'a>, rest: &[Node<'a>]) -> Stmt {
         let test = clause
             .field(F::Condition)
             .map(|c| self.expr(c, 0))
@@ -730,7 +1229,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn else_chain(&self, alternatives: &[Node]) -> Vec<Stmt> {
+    fn else_chain(&self, alternatives: &[Node<'a>]) -> Vec<Stmt> {
         let Some((first, rest)) = alternatives.split_first() else {
             return Vec::new();
         };
@@ -745,12 +1244,73 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Records a candidate site when it could depend on the architecture; resolution decides.
-    fn site(&mut self, kind: SiteKind, node: Node) {
+    fn site(&mut self, kind: SiteKind, node: Node<'a>) {
         // A min-capability declaration is a gate by where it is, not by its text (`return 80`).
+        let mut parametric = false;
         if kind != SiteKind::MinCapability && !self.archy_or_derived(node) {
-            return;
+            // A comparison on a parameter of a small function is a candidate: the parameter may
+            // be the device's value (through the callers, a rule or its annotation).
+            if !(matches!(
+                kind,
+                SiteKind::Test | SiteKind::Return | SiteKind::Assert | SiteKind::LocalFlag
+            ) && self.compares_param(node, 0))
+            {
+                return;
+            }
+            parametric = true;
         }
+        let expr = self.expr(node, 0);
+        self.push_site(kind, node, expr, parametric);
+    }
+
+    /// Whether the current function is small enough to be summarised and the condition
+    /// compares one of its parameters (`arch in (90, 100)`, `cap[0] >= 9`, `c.major == 10`).
+    fn compares_param(&self, node: Node<'a>, depth: usize) -> bool {
+        let Some(&function) = self.functions.last() else {
+            return false;
+        };
+        let function = &self.ir.functions[function];
+        if function.bytes > MAX_HELPER_BODY_BYTES || depth > 8 {
+            return false;
+        }
+        let is_param = |name: &str| {
+            function
+                .params
+                .iter()
+                .any(|p| p.name == name && p.name != "self" && p.name != "cls")
+        };
+        match node.kind_name() {
+            "comparison_operator" => {
+                let mut cursor = node.walk();
+                node.named_children(&mut cursor).any(|operand| {
+                    let mut base = operand;
+                    loop {
+                        match base.kind_name() {
+                            "attribute" => base = base.field(F::Object).unwrap_or(base),
+                            "subscript" => base = base.field(F::Value).unwrap_or(base),
+                            "call" => match base.field(F::Function) {
+                                // `cap.to_int()`
+                                Some(f) if f.kind_name() == "attribute" => base = f,
+                                _ => return false,
+                            },
+                            "identifier" => return is_param(self.text(base)),
+                            _ => return false,
+                        }
+                    }
+                })
+            }
+            "boolean_operator" | "not_operator" | "parenthesized_expression" => {
+                let mut cursor = node.walk();
+                node.named_children(&mut cursor)
+                    .any(|c| self.compares_param(c, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    fn push_site(&mut self, kind: SiteKind, node: Node<'a>, expr: Expr, parametric: bool) {
         let function = self.functions.last().copied();
+        let branch = self.current_branch();
         let start = node.start_position();
         let end = node.end_position();
         let site = Site {
@@ -766,7 +1326,10 @@ impl<'a> Lowerer<'a> {
             byte: node.start_byte(),
             function,
             text: self.owned_text(node),
-            expr: self.expr(node, 0),
+            expr,
+            guards: self.guards.clone(),
+            parametric,
+            branch,
         };
         self.ir.sites.push(site);
     }
@@ -779,20 +1342,22 @@ impl<'a> Lowerer<'a> {
             .count() as u32
     }
 
-    /// Finds value selections (`A if gate else B`) and JIT arch lists inside an expression.
-    fn scan_expression(&mut self, node: Node) {
+    /// Finds the sites inside an expression: value selections (`A if gate else B`), JIT arch
+    /// lists, call arguments, container elements, lambda bodies, comprehension filters; and
+    /// the bindings a walrus makes.
+    fn scan_expression(&mut self, node: Node<'a>) {
         if self.archy_or_derived(node) {
             self.scan_archy_expression(node);
         }
     }
 
     /// Below an arch-dependent expression every part is visited without re-testing for tokens
-    /// (that test walks the subtree, and repeating it per level would be quadratic); only a
-    /// SIMD byte search per level decides whether a subtree can hold what is looked for.
-    fn scan_archy_expression(&mut self, node: Node) {
-        // Walking a big table node by node costs far more than a look at its bytes: skip
-        // subtrees that cannot hold an `if` or a JIT arch list.
-        if !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
+    /// (that test walks the subtree, and repeating it per level would be quadratic); a site
+    /// tests only its own small expression. A big value (a generated table) is only searched,
+    /// a SIMD byte search per level, for what can hold a selection or a JIT arch list.
+    fn scan_archy_expression(&mut self, node: Node<'a>) {
+        let big = node.byte_range().len() > MAX_PLAIN_ASSIGN_BYTES;
+        if big && !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
             return;
         }
         match node.kind_name() {
@@ -802,7 +1367,36 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "call" if self.is_jit_arch_call(node) => self.site(SiteKind::JitArchList, node),
+            "call" if !big => self.call_sites(node),
+            "list" | "tuple" | "set" | "expression_list" if !big => {
+                let mut cursor = node.walk();
+                let items: Vec<Node<'a>> = node.named_children(&mut cursor).collect();
+                for item in items {
+                    self.argument_site(item);
+                }
+            }
+            "dictionary" if !big => {
+                let mut cursor = node.walk();
+                let values: Vec<Node<'a>> = node
+                    .named_children(&mut cursor)
+                    .filter_map(|p| p.field(F::Value))
+                    .collect();
+                for value in values {
+                    self.argument_site(value);
+                }
+            }
+            "lambda" if !big => {
+                if let Some(body) = node.field(F::Body) {
+                    self.site(SiteKind::Argument, body);
+                }
+            }
             "lambda" => return,
+            "if_clause" => {
+                if let Some(test) = node.named_child(0) {
+                    self.site(SiteKind::Test, test);
+                }
+            }
+            "named_expression" => self.walrus(node),
             _ => {}
         }
         let mut cursor = node.walk();
@@ -811,7 +1405,89 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn is_jit_arch_call(&self, node: Node) -> bool {
+    /// A call argument or container element is a site when it is itself a decision
+    /// (a comparison, a boolean operator, a call such as `is_sm90_supported()`).
+    fn argument_site(&mut self, node: Node<'a>) {
+        let node = match node.kind_name() {
+            "keyword_argument" => match node.field(F::Value) {
+                Some(value) => value,
+                None => return,
+            },
+            _ => node,
+        };
+        if matches!(
+            node.kind_name(),
+            "comparison_operator" | "boolean_operator" | "not_operator" | "call"
+        ) {
+            self.site(SiteKind::Argument, node);
+        }
+    }
+
+    /// The arguments of a call are sites; a call passing a device-dependent argument is
+    /// recorded for its callee's parameters.
+    fn call_sites(&mut self, node: Node<'a>) {
+        let Some(arguments) = node.field(F::Arguments) else {
+            return;
+        };
+        let mut cursor = arguments.walk();
+        let args: Vec<Node<'a>> = arguments.named_children(&mut cursor).collect();
+        for arg in &args {
+            self.argument_site(*arg);
+        }
+        let callee = node.field(F::Function).and_then(|f| match f.kind_name() {
+            "identifier" => Some(self.owned_text(f)),
+            "attribute" => f.field(F::Attribute).map(|a| self.owned_text(a)),
+            _ => None,
+        });
+        let Some(callee) = callee else {
+            return;
+        };
+        if !args
+            .iter()
+            .any(|a| a.kind_name() != "comment" && self.archy_or_derived(*a))
+        {
+            return;
+        }
+        let Expr::Call { args, kwargs, .. } = self.call(node, 0) else {
+            return;
+        };
+        let site = CallSite {
+            function: self.functions.last().copied(),
+            byte: node.start_byte(),
+            args,
+            kwargs,
+        };
+        self.ir.calls.entry(callee).or_default().push(site);
+    }
+
+    /// `(name := value)` binds `name` where it stands.
+    fn walrus(&mut self, node: Node<'a>) {
+        let (Some(name), Some(value)) = (node.field(F::Name), node.field(F::Value)) else {
+            return;
+        };
+        let name = self.owned_text(name);
+        let lowered = self.expr(value, 0);
+        if self.archy_or_derived(value) {
+            self.add_archy_name(name.clone());
+        }
+        if self.at_module_level() {
+            self.ir.assigns.insert(name, lowered);
+        } else if let Some(&function) = self.functions.last() {
+            let branch = self.current_branch();
+            self.ir
+                .locals
+                .entry(function)
+                .or_default()
+                .push(LocalAssign {
+                    byte: node.start_byte(),
+                    target: Target::Name(name),
+                    value: lowered,
+                    branch,
+                });
+        }
+    }
+
+    fn is_jit_arch_call(&self, node: Node<'a>) -> bool {
         let Some(function) = node.field(F::Function) else {
             return false;
         };
@@ -829,13 +1505,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Lowers an expression node.
-    pub fn expr(&self, node: Node, depth: usize) -> Expr {
+    pub fn expr(&self, node: Node<'a>, depth: usize) -> Expr {
         if depth > MAX_EXPR_DEPTH {
             return Expr::Other(self.owned_text(node));
         }
         let d = depth + 1;
         let child = |field: F| node.field(field);
-        let lower = |n: Option<Node>| -> Expr {
+        let lower = |n: Option<Node<'a>>| -> Expr {
             n.map(|n| self.expr(n, d))
                 .unwrap_or_else(|| Expr::Other(String::new()))
         };
@@ -850,7 +1526,7 @@ impl<'a> Lowerer<'a> {
             "call" => self.call(node, d),
             "subscript" => {
                 let mut cursor = node.walk();
-                let subs: Vec<Node> = node
+                let subs: Vec<Node<'a>> = node
                     .children_by_field_name("subscript", &mut cursor)
                     .collect();
                 let index = if subs.len() == 1 {
@@ -889,6 +1565,7 @@ impl<'a> Lowerer<'a> {
                     .collect();
                 Expr::Dict(pairs)
             }
+            "named_expression" => lower(child(F::Value)),
             "parenthesized_expression" => match node.named_child(0) {
                 Some(inner) if inner.kind_name() != "comment" => self.expr(inner, d),
                 _ => Expr::Other(self.owned_text(node)),
@@ -936,7 +1613,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn children(&self, node: Node, depth: usize) -> Vec<Expr> {
+    fn children(&self, node: Node<'a>, depth: usize) -> Vec<Expr> {
         let mut cursor = node.walk();
         node.named_children(&mut cursor)
             .filter(|c| c.kind_name() != "comment")
@@ -944,7 +1621,7 @@ impl<'a> Lowerer<'a> {
             .collect()
     }
 
-    fn call(&self, node: Node, depth: usize) -> Expr {
+    fn call(&self, node: Node<'a>, depth: usize) -> Expr {
         let func = node
             .field(F::Function)
             .map(|f| self.expr(f, depth))
@@ -973,7 +1650,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn bool_op(&self, node: Node, depth: usize) -> Expr {
+    fn bool_op(&self, node: Node<'a>, depth: usize) -> Expr {
         let is_and = node
             .field(F::Operator)
             .is_some_and(|o| self.text(o) == "and");
@@ -995,7 +1672,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn comparison(&self, node: Node, depth: usize) -> Expr {
+    fn comparison(&self, node: Node<'a>, depth: usize) -> Expr {
         let mut cursor = node.walk();
         let mut operands = Vec::new();
         let mut ops: Vec<CmpOp> = Vec::new();
@@ -1045,7 +1722,7 @@ impl<'a> Lowerer<'a> {
         Expr::Compare(Box::new(first), pairs)
     }
 
-    fn string(&self, node: Node) -> Expr {
+    fn string(&self, node: Node<'a>) -> Expr {
         let mut cursor = node.walk();
         let mut content = String::new();
         for child in node.named_children(&mut cursor) {
@@ -1211,8 +1888,13 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         functions: Vec::new(),
         classes: Vec::new(),
         archy_names: HashSet::new(),
+        archy_attrs: HashSet::new(),
         archy_finders: Vec::new(),
         last_archy: Cell::new(None),
+        guards: Vec::new(),
+        in_except: 0,
+        branch_stack: Vec::new(),
+        branch_ids: std::collections::HashMap::new(),
     };
     Ok(lowerer.expr(node, 0))
 }

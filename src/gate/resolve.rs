@@ -22,6 +22,11 @@ pub enum Val {
     Dev(DevVar),
     /// A capability object with `.major`, `.minor`, `.to_int()`; compares like the tuple.
     DevObj,
+    /// A capability whose spelling the comparison tells (an assumed parameter, rules
+    /// `means = "any"`): an integer from 20 up is `sm`, a smaller one `major`, a pair the tuple.
+    DevAny,
+    /// A guarded choice: the value is `val` where its guard holds (the guards are disjoint).
+    Choice(Vec<(Pred, Val)>),
     /// `major * 10` on the way to `major * 10 + minor`.
     MajorTimesTen,
     Int(i64),
@@ -77,6 +82,8 @@ pub enum Locals<'s> {
     Site {
         function: usize,
         byte: usize,
+        /// The branch arm the read stands in.
+        branch: Option<usize>,
     },
     Bound(&'s HashMap<String, Val>),
 }
@@ -95,9 +102,12 @@ pub struct Resolver<'a> {
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
     form_tokens: Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
-    locals: Mutex<HashMap<(usize, usize, usize), Val>>,
+    locals: Mutex<HashMap<LocalKey, (Val, Vec<String>)>>,
     calls: Mutex<HashMap<(FuncRef, String), Val>>,
 }
+
+/// A local assignment: module, function, index of the assignment.
+type LocalKey = (usize, usize, usize);
 
 /// Steps one site may take; a safety net against pathological code, far above real gates.
 const STEP_BUDGET: u64 = 400_000;
@@ -106,11 +116,82 @@ thread_local! {
     static IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
         std::cell::RefCell::new(std::collections::HashSet::new());
     static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The parameters assumed (by a `[[parameter]]` rule) to be the device's value while
+    /// resolving the current site.
+    static ASSUMED: std::cell::RefCell<std::collections::BTreeSet<String>> =
+        const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+    /// Parameters whose callers are being read (a recursive function reads itself).
+    static PARAMS_IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(usize, usize, usize)>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
 }
 
 /// Starts a fresh step budget for one site.
 pub fn reset_budget() {
     STEPS.with(|steps| steps.set(0));
+    ASSUMED.with(|assumed| assumed.borrow_mut().clear());
+}
+
+/// The parameters assumed while resolving the current site, joined (`arch, cc`).
+pub fn take_assumptions() -> Option<String> {
+    ASSUMED.with(|assumed| {
+        let assumed = std::mem::take(&mut *assumed.borrow_mut());
+        (!assumed.is_empty()).then(|| assumed.into_iter().collect::<Vec<_>>().join(", "))
+    })
+}
+
+fn assume(name: &str) {
+    ASSUMED.with(|assumed| {
+        assumed.borrow_mut().insert(name.to_string());
+    });
+}
+
+fn assumed_now() -> Vec<String> {
+    ASSUMED.with(|assumed| assumed.borrow().iter().cloned().collect())
+}
+
+/// More arms than this in a guarded choice: the value is unknown.
+const MAX_CHOICE_ARMS: usize = 8;
+
+/// A guarded choice, flattened (an arm that is itself a choice splits into its arms), with
+/// impossible arms dropped; one arm that always holds is its value.
+pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
+    let mut out: Vec<(Pred, Val)> = Vec::new();
+    for (guard, val) in arms {
+        if guard == Pred::Const(false) {
+            continue;
+        }
+        match val {
+            Val::Choice(inner) => {
+                for (g, v) in inner {
+                    out.push((Pred::and(vec![guard.clone(), g]), v));
+                }
+            }
+            other => out.push((guard, other)),
+        }
+    }
+    out.retain(|(g, _)| *g != Pred::Const(false));
+    if out.len() > MAX_CHOICE_ARMS {
+        return Val::Unknown("too many values depend on the device here".into());
+    }
+    if out.len() == 1 && out[0].0 == Pred::Const(true) {
+        return out.pop().expect("one arm").1;
+    }
+    if out.is_empty() {
+        return Val::Unknown("no value reaches here".into());
+    }
+    // Arms with the same value merge (their guards joined).
+    let mut merged: Vec<(Pred, Val)> = Vec::new();
+    for (guard, val) in out {
+        let key = format!("{val:?}");
+        match merged.iter_mut().find(|(_, v)| format!("{v:?}") == key) {
+            Some(arm) => arm.0 = Pred::or(vec![arm.0.clone(), guard]),
+            None => merged.push((guard, val)),
+        }
+    }
+    if merged.len() == 1 {
+        return merged.pop().expect("one arm").1;
+    }
+    Val::Choice(merged)
 }
 
 fn budget_exhausted() -> bool {
@@ -246,24 +327,8 @@ impl<'a> Resolver<'a> {
             self.is_local(name, scope)
                 || scope.module.assigns.contains_key(name)
                 || scope.module.function_index.contains_key(name)
+                || scope.module.imports.contains_key(name)
         })
-    }
-
-    fn is_local(&self, name: &str, scope: Scope) -> bool {
-        match scope.locals {
-            Locals::None => false,
-            Locals::Bound(map) => map.contains_key(name),
-            Locals::Site { function, .. } => {
-                scope.module.locals.get(&function).is_some_and(|assigns| {
-                    assigns
-                        .iter()
-                        .any(|a| target_binds(&a.target, name).is_some())
-                }) || scope.module.functions[function]
-                    .params
-                    .iter()
-                    .any(|p| p.name == name)
-            }
-        }
     }
 
     fn name(&self, name: &str, scope: Scope, depth: u32) -> Val {
@@ -298,33 +363,246 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    fn is_local(&self, name: &str, scope: Scope) -> bool {
+        match scope.locals {
+            Locals::None => false,
+            Locals::Bound(map) => map.contains_key(name),
+            Locals::Site { function, .. } => {
+                let mut current = Some(function);
+                while let Some(f) = current {
+                    let binds = scope.module.locals.get(&f).is_some_and(|assigns| {
+                        assigns
+                            .iter()
+                            .any(|a| target_binds(&a.target, name).is_some())
+                    }) || scope.module.functions[f]
+                        .params
+                        .iter()
+                        .any(|p| p.name == name);
+                    if binds {
+                        return true;
+                    }
+                    current = scope.module.functions[f].parent;
+                }
+                false
+            }
+        }
+    }
+
     fn local(&self, name: &str, scope: Scope, depth: u32) -> Option<Val> {
         match scope.locals {
             Locals::None => None,
             Locals::Bound(map) => map.get(name).cloned(),
-            Locals::Site { function, byte } => {
-                let assigns = scope.module.locals.get(&function);
-                let last = assigns.and_then(|assigns| {
-                    assigns
-                        .iter()
-                        .rev()
-                        .filter(|a| a.byte < byte)
-                        .find_map(|a| target_binds(&a.target, name).map(|pos| (a, pos)))
-                });
-                if let Some((assign, position)) = last {
-                    let value = self.local_value(scope.module, function, assign, depth);
-                    return Some(match position {
-                        None => value,
-                        Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
-                    });
-                }
-                let function = &scope.module.functions[function];
-                let position = function.params.iter().position(|p| p.name == name)?;
-                Some(
-                    receiver_value(scope.module, function, position)
-                        .unwrap_or_else(|| param_value(&function.params[position])),
-                )
+            Locals::Site {
+                function,
+                byte,
+                branch,
+            } => self.local_in(name, scope.module, function, byte, branch, depth, 0),
+        }
+    }
+
+    /// `name` read at `byte` of `function`, in branch arm `branch`: the last binding before it,
+    /// joined with the one before that when it sits in an arm the read is not in; then the
+    /// parameters; then the enclosing functions (closures), whose every binding counts.
+    #[allow(clippy::too_many_arguments)]
+    fn local_in(
+        &self,
+        name: &str,
+        module: &SharedModule,
+        function: usize,
+        byte: usize,
+        branch: Option<usize>,
+        depth: u32,
+        joins: usize,
+    ) -> Option<Val> {
+        let assigns = module.locals.get(&function);
+        let last = assigns.and_then(|assigns| {
+            assigns
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, a)| a.byte < byte)
+                .find_map(|(i, a)| target_binds(&a.target, name).map(|pos| (i, a, pos)))
+        });
+        if let Some((index, assign, position)) = last {
+            let value = self.local_value(module, function, index, assign, depth);
+            let value = match position {
+                None => value,
+                Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
+            };
+            let Some(arm) = assign.branch.filter(|&arm| !is_within(module, branch, arm)) else {
+                return Some(value);
+            };
+            if joins >= MAX_CHOICE_ARMS {
+                return Some(value);
             }
+            // The binding runs only where the arms between the read's arm and its own hold.
+            let guard = self.arm_guard(module, function, arm, branch, depth);
+            let before = self
+                .local_in(
+                    name,
+                    module,
+                    function,
+                    assign.byte,
+                    branch,
+                    depth,
+                    joins + 1,
+                )
+                .or_else(|| self.outer_value(name, module, function, depth))
+                .unwrap_or_else(|| Val::Free(name.to_string()));
+            return Some(choice(vec![
+                (guard.clone(), value),
+                (guard.negate(), before),
+            ]));
+        }
+        let ir = &module.functions[function];
+        if let Some(position) = ir.params.iter().position(|p| p.name == name) {
+            return Some(self.param(module, function, position, depth));
+        }
+        self.outer_value(name, module, function, depth)
+    }
+
+    /// A name an enclosing function binds (a closure reads it when it runs: any binding).
+    fn outer_value(
+        &self,
+        name: &str,
+        module: &SharedModule,
+        function: usize,
+        depth: u32,
+    ) -> Option<Val> {
+        let parent = module.functions[function].parent?;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.local_in(name, module, parent, usize::MAX, None, depth + 1, 0)
+    }
+
+    /// The condition under which arm `arm` runs, given that the read is in arm `within`.
+    fn arm_guard(
+        &self,
+        module: &SharedModule,
+        function: usize,
+        arm: usize,
+        within: Option<usize>,
+        depth: u32,
+    ) -> Pred {
+        let mut parts = Vec::new();
+        let mut current = Some(arm);
+        while let Some(id) = current {
+            if is_within(module, within, id) {
+                break;
+            }
+            let branch = &module.branches[id];
+            let scope = Scope {
+                module,
+                locals: Locals::Site {
+                    function,
+                    byte: branch.byte,
+                    branch: branch.parent,
+                },
+            };
+            let test = self.condition(&branch.test, scope, depth + 1);
+            parts.push(if branch.holds { test } else { test.negate() });
+            current = branch.parent;
+        }
+        Pred::and(parts)
+    }
+
+    /// A parameter of a function of the module, read inside it: the receiver; else what the
+    /// module's callers pass (when they pass a device value); else a rule's assumption; else
+    /// unknown when its name says it is a device value, free otherwise.
+    fn param(&self, module: &SharedModule, function: usize, position: usize, depth: u32) -> Val {
+        let ir = &module.functions[function];
+        if let Some(receiver) = receiver_value(module, ir, position) {
+            return receiver;
+        }
+        let param = &ir.params[position];
+        let bare = ir.qualname.rsplit('.').next().unwrap_or(&ir.qualname);
+        let has_receiver = ir
+            .params
+            .first()
+            .is_some_and(|p| p.name == "self" || p.name == "cls")
+            && ir.class.is_some();
+        let arg_index = position - usize::from(has_receiver);
+        let key = (std::sync::Arc::as_ptr(module) as usize, function, position);
+        let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
+        if fresh {
+            let from_callers = self.callers_pass(module, bare, arg_index, &param.name, depth);
+            PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+            if let Some(val) = from_callers {
+                return val;
+            }
+        }
+        let is_str = param
+            .annotation
+            .as_deref()
+            .is_some_and(|a| a.trim_matches(|c| c == '"' || c == '\'') == "str");
+        if !is_str
+            && let Some(meaning) =
+                self.rules
+                    .parameter(bare, arg_index, &param.name, param.annotation.as_deref())
+        {
+            assume(&param.name);
+            return meaning_value(meaning);
+        }
+        if self.form_tokens.hit(param.name.as_bytes()) {
+            return Val::Unknown(format!(
+                "parameter `{}` of `{}`: no caller in the module passes a device value and no rule says what it is",
+                param.name, ir.qualname
+            ));
+        }
+        Val::Free(param.name.clone())
+    }
+
+    /// The device values the module's calls of `callee` pass as argument `index` (or by
+    /// keyword): `None` when none passes one.
+    fn callers_pass(
+        &self,
+        module: &SharedModule,
+        callee: &str,
+        index: usize,
+        name: &str,
+        depth: u32,
+    ) -> Option<Val> {
+        let calls = module.calls.get(callee)?;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut found: Vec<Val> = Vec::new();
+        for call in calls.iter().take(MAX_CHOICE_ARMS) {
+            let Some(arg) = call
+                .kwargs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v)
+                .or_else(|| call.args.get(index))
+            else {
+                continue;
+            };
+            let scope = Scope {
+                module,
+                locals: match call.function {
+                    Some(function) => Locals::Site {
+                        function,
+                        byte: call.byte,
+                        branch: None,
+                    },
+                    None => Locals::None,
+                },
+            };
+            let val = self.eval(arg, scope, depth + 1);
+            let device = is_device(&val)
+                || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
+                || matches!(&val, Val::Choice(_));
+            if device && !found.iter().any(|f| format!("{f:?}") == format!("{val:?}")) {
+                found.push(val);
+            }
+        }
+        match found.len() {
+            0 => None,
+            1 => found.pop(),
+            _ => Some(Val::Unknown(format!(
+                "the callers of `{callee}` pass `{name}` different device values"
+            ))),
         }
     }
 
@@ -334,30 +612,36 @@ impl<'a> Resolver<'a> {
         &self,
         module: &SharedModule,
         function: usize,
+        index: usize,
         assign: &LocalAssign,
         depth: u32,
     ) -> Val {
-        let key = (
-            std::sync::Arc::as_ptr(module) as usize,
-            function,
-            assign.byte,
-        );
-        if let Some(val) = self.locals.lock().expect("no poisoned lock").get(&key) {
+        let key = (std::sync::Arc::as_ptr(module) as usize, function, index);
+        if let Some((val, assumed)) = self.locals.lock().expect("no poisoned lock").get(&key) {
+            for name in assumed {
+                assume(name);
+            }
             return val.clone();
         }
+        let before = assumed_now();
         let inner = Scope {
             module,
             locals: Locals::Site {
                 function,
                 byte: assign.byte,
+                branch: assign.branch,
             },
         };
         let val = self.eval(&assign.value, inner, depth + 1);
         if !budget_exhausted() {
+            let assumed: Vec<String> = assumed_now()
+                .into_iter()
+                .filter(|n| !before.contains(n))
+                .collect();
             self.locals
                 .lock()
                 .expect("no poisoned lock")
-                .insert(key, val.clone());
+                .insert(key, (val.clone(), assumed));
         }
         val
     }
@@ -480,7 +764,7 @@ impl<'a> Resolver<'a> {
             Val::External(name) => self.global(&name, attr, depth + 1).unwrap_or_else(|| {
                 self.missing(attr, &format!("`{name}.{attr}` is not in the site"))
             }),
-            Val::DevObj => match attr {
+            Val::DevObj | Val::DevAny => match attr {
                 "major" => Val::Dev(DevVar::Major),
                 "minor" => Val::Dev(DevVar::Minor),
                 "to_int" => Val::Builtin(Builtin::ToInt),
@@ -491,6 +775,7 @@ impl<'a> Resolver<'a> {
             Val::Instance(class) | Val::Class(class) => {
                 match self.find_method(&class, attr, depth + 1) {
                     Some(method) => Val::BoundMethod(method, Box::new(Val::Instance(class))),
+                    None if let Some(val) = self.class_attr(&class, attr, depth + 1) => val,
                     None if self.rules.any_module_value(attr).is_some() => {
                         rule_value(self.rules.any_module_value(attr).expect("checked"))
                     }
@@ -568,6 +853,59 @@ impl<'a> Resolver<'a> {
             );
         }
         self.missing(attr, &format!("no rule says what `{kind}.{attr}` means"))
+    }
+
+    /// An attribute stored on a class (`self.x = ...` in any method, `cls.x = ...`, or the class
+    /// body), looked up through its bases. Of several stores, the first whose value depends
+    /// on the device is the one the attribute holds once set up; else the last.
+    fn class_attr(&self, class: &FuncRef, name: &str, depth: u32) -> Option<Val> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut ir = self.index.get(&class.module)?;
+        if !ir.classes.contains_key(&class.qualname) && ir.partial {
+            ir = self.index.get_whole(&class.module)?;
+        }
+        if let Some(stores) = ir
+            .class_attrs
+            .get(&class.qualname)
+            .and_then(|a| a.get(name))
+        {
+            let mut last = None;
+            for store in stores.iter().take(MAX_CHOICE_ARMS) {
+                let scope = Scope {
+                    module: &ir,
+                    locals: match store.function {
+                        Some(function) => Locals::Site {
+                            function,
+                            byte: store.byte,
+                            branch: None,
+                        },
+                        None => Locals::None,
+                    },
+                };
+                let val = self.eval(&store.value, scope, depth + 1);
+                let device = is_device(&val)
+                    || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
+                    || matches!(&val, Val::Choice(_) | Val::Unknown(_));
+                if device {
+                    return Some(val);
+                }
+                last = Some(val);
+            }
+            return last;
+        }
+        let bases = ir.classes.get(&class.qualname)?;
+        let scope = Scope {
+            module: &ir,
+            locals: Locals::None,
+        };
+        bases
+            .iter()
+            .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
+                Val::Class(base) => self.class_attr(&base, name, depth + 1),
+                _ => None,
+            })
     }
 
     /// A method of a class of the site, looked up through its bases (depth first, as a
@@ -783,10 +1121,18 @@ impl<'a> Resolver<'a> {
         if let Some(rule) = self.rules.value(&qualified) {
             return rule_value(rule).called();
         }
-        if !whole_archy.unwrap_or(function.archy) {
+        // A helper without a token is read only when it is handed a device value.
+        let device_args = args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| {
+            is_device(v) || matches!(v, Val::Choice(_) | Val::Pred(_) if to_pred(v.clone()).is_arch_dependent())
+        });
+        if !(whole_archy.unwrap_or(function.archy) || device_args && function.body.is_some()) {
             return Val::Free(expr.to_string());
         }
-        let Some(body) = function.body.as_ref().filter(|_| whole_archy.is_none()) else {
+        let Some(body) = function
+            .body
+            .as_ref()
+            .filter(|_| whole_archy.is_none() || device_args)
+        else {
             return Val::Unknown(format!(
                 "`{}` ({}:{}) is too large to infer; declare it in rules",
                 func.qualname, func.module, function.line
@@ -880,7 +1226,7 @@ impl<'a> Resolver<'a> {
                     let test = self.condition(test, bound_scope(module, env), depth + 1);
                     let mut then_env = env.clone();
                     let then_path = Pred::and(vec![path.clone(), test.clone()]);
-                    let else_path = Pred::and(vec![path.clone(), test.negate()]);
+                    let else_path = Pred::and(vec![path.clone(), test.clone().negate()]);
                     let after_then = self.exec(
                         body,
                         &mut then_env,
@@ -894,6 +1240,25 @@ impl<'a> Resolver<'a> {
                         self.exec(orelse, env, else_path, module, returns, func, depth + 1);
                     if after_else == Pred::Const(false) {
                         *env = then_env;
+                    } else if after_then != Pred::Const(false) {
+                        // Both arms go on: a name they leave different holds either value.
+                        for (name, then_value) in then_env {
+                            let else_value = env.get(&name).cloned();
+                            let same = else_value
+                                .as_ref()
+                                .is_some_and(|e| format!("{e:?}") == format!("{then_value:?}"));
+                            if same {
+                                continue;
+                            }
+                            let else_value = else_value.unwrap_or_else(|| Val::Free(name.clone()));
+                            env.insert(
+                                name,
+                                choice(vec![
+                                    (test.clone(), then_value),
+                                    (test.clone().negate(), else_value),
+                                ]),
+                            );
+                        }
                     }
                     // When neither branch returned, control goes on under the same condition
                     // (p∧t ∨ p∧¬t = p); rebuilding it would double the predicate per `if`.
@@ -1130,8 +1495,13 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
 
 fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
     match (value, index) {
-        (Val::Dev(DevVar::Cap) | Val::DevObj, Val::Int(0)) => Val::Dev(DevVar::Major),
-        (Val::Dev(DevVar::Cap) | Val::DevObj, Val::Int(1)) => Val::Dev(DevVar::Minor),
+        (Val::Dev(DevVar::Cap) | Val::DevObj | Val::DevAny, Val::Int(0)) => Val::Dev(DevVar::Major),
+        (Val::Dev(DevVar::Cap) | Val::DevObj | Val::DevAny, Val::Int(1)) => Val::Dev(DevVar::Minor),
+        (Val::Choice(arms), index) => choice(
+            arms.into_iter()
+                .map(|(g, v)| (g, subscript(v, index.clone(), expr)))
+                .collect(),
+        ),
         (Val::Seq(items), Val::Int(i)) => {
             let len = items.len() as i64;
             let i = if i < 0 { i + len } else { i };
@@ -1188,12 +1558,18 @@ fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
     match test {
         Pred::Const(true) => body,
         Pred::Const(false) => orelse,
+        test if test.is_arch_dependent() => {
+            choice(vec![(test.clone(), body), (test.negate(), orelse)])
+        }
         _ => Val::Free(expr.to_string()),
     }
 }
 
 fn is_device(val: &Val) -> bool {
-    matches!(val, Val::Dev(_) | Val::DevObj | Val::MajorTimesTen)
+    matches!(
+        val,
+        Val::Dev(_) | Val::DevObj | Val::DevAny | Val::MajorTimesTen
+    )
 }
 
 /// The device quantity a value stands for, if any.
@@ -1271,6 +1647,31 @@ fn dev_atom(var: DevVar, op: CmpOp, rhs: Rhs) -> Val {
 }
 
 fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
+    // A choice compares arm by arm.
+    if let Val::Choice(arms) = left {
+        return Val::Pred(Pred::or(
+            arms.into_iter()
+                .map(|(g, v)| Pred::and(vec![g, to_pred(compare(v, op, right.clone(), text))]))
+                .collect(),
+        ));
+    }
+    if let Val::Choice(arms) = right {
+        return Val::Pred(Pred::or(
+            arms.into_iter()
+                .map(|(g, v)| Pred::and(vec![g, to_pred(compare(left.clone(), op, v, text))]))
+                .collect(),
+        ));
+    }
+    // `cap is None`: whether a device is there at all, an availability test, not a gate.
+    if matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::Eq | CmpOp::Ne)
+        && (is_device(&left) && matches!(right, Val::NoneV)
+            || is_device(&right) && matches!(left, Val::NoneV))
+    {
+        return Val::Free(text.to_string());
+    }
+    let settled_left = settle_any(left.clone(), op, &right);
+    let right = settle_any(right, op, &left);
+    let left = settled_left;
     if let Some(var) = as_dev(&left) {
         return match rhs_for(var, op, &right) {
             Some(rhs) => dev_atom(var, op, rhs),
@@ -1313,6 +1714,32 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
             Val::Bool(contained == (op == CmpOp::In))
         }
         _ => Val::Free(text.to_string()),
+    }
+}
+
+/// A capability of unknown spelling (`DevAny`) takes the spelling of what it is compared
+/// with: the tuple for a pair, `sm` for integers from 20 up, `major` below.
+fn settle_any(val: Val, op: CmpOp, other: &Val) -> Val {
+    if !matches!(val, Val::DevAny) {
+        return val;
+    }
+    let ints: Vec<i64> = match other {
+        Val::Seq(items) if matches!(op, CmpOp::In | CmpOp::NotIn) => {
+            if items.iter().all(|i| as_pair(i).is_some()) && !items.is_empty() {
+                return Val::Dev(DevVar::Cap);
+            }
+            items.iter().filter_map(as_int).collect()
+        }
+        v if as_pair(v).is_some() => return Val::Dev(DevVar::Cap),
+        v => as_int(v).into_iter().collect(),
+    };
+    if ints.is_empty() {
+        return Val::DevAny;
+    }
+    if ints.iter().all(|&n| n >= 20) {
+        Val::Dev(DevVar::Sm)
+    } else {
+        Val::Dev(DevVar::Major)
     }
 }
 
@@ -1367,6 +1794,11 @@ pub fn to_pred(val: Val) -> Pred {
         Val::Str(s) => Pred::Const(!s.is_empty()),
         Val::Seq(items) => Pred::Const(!items.is_empty()),
         Val::Free(text) | Val::External(text) => Pred::free(text),
+        Val::Choice(arms) => Pred::or(
+            arms.into_iter()
+                .map(|(g, v)| Pred::and(vec![g, to_pred(v)]))
+                .collect(),
+        ),
         Val::Unknown(reason) => Pred::unknown(reason, Form::HelperCall),
         // A device number, the CUDA version string, a function or module: truthy on NVIDIA.
         _ => Pred::Const(true),
@@ -1404,10 +1836,41 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
     }
     // Non-boolean returns on arch-dependent paths: which value wins depends on the device.
     if live.iter().any(|(path, _)| path.is_arch_dependent()) {
-        return Val::Unknown(format!(
-            "`{}` returns different values per architecture",
-            func.qualname
-        ));
+        return match choice(live) {
+            Val::Unknown(_) => Val::Unknown(format!(
+                "`{}` returns different values per architecture",
+                func.qualname
+            )),
+            other => other,
+        };
     }
     Val::Free(format!("{}()", func.qualname))
+}
+
+/// Whether arm `inner` (`None`: the function body) lies within arm `outer`.
+fn is_within(module: &ModuleIr, inner: Option<usize>, outer: usize) -> bool {
+    let mut current = inner;
+    let mut steps = 0;
+    while let Some(id) = current {
+        if id == outer {
+            return true;
+        }
+        steps += 1;
+        if steps > 64 {
+            return false;
+        }
+        current = module.branches.get(id).and_then(|b| b.parent);
+    }
+    false
+}
+
+fn meaning_value(meaning: crate::rules::ParamMeaning) -> Val {
+    use crate::rules::ParamMeaning;
+    match meaning {
+        ParamMeaning::Sm => Val::Dev(DevVar::Sm),
+        ParamMeaning::Major => Val::Dev(DevVar::Major),
+        ParamMeaning::Capability => Val::Dev(DevVar::Cap),
+        ParamMeaning::CapabilityObject => Val::DevObj,
+        ParamMeaning::Any => Val::DevAny,
+    }
 }

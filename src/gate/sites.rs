@@ -3,7 +3,7 @@
 
 use super::ir::{CmpOp, Expr, SharedModule, Site, SiteKind};
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
-use super::resolve::{Locals, Resolver, Scope, Val, reset_budget, to_pred};
+use super::resolve::{Locals, Resolver, Scope, Val, reset_budget, take_assumptions, to_pred};
 
 /// A resolved gate inside one module, before it is placed in the report.
 #[derive(Debug, Clone)]
@@ -23,6 +23,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
         .enumerate()
         .filter_map(|(site_index, site)| {
             let (predicate, form) = resolve_site(resolver, module, site)?;
+            let assumes = take_assumptions();
             // A JIT call without an arch list compiles for every target: not a gate on its
             // own, but the kernel index needs to know the generator exists.
             let keep = predicate.is_arch_dependent() || form == Form::JitArchList;
@@ -30,7 +31,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
                 site_index,
                 form,
                 predicate,
-                assumes: None,
+                assumes,
             })
         })
         .collect()
@@ -44,10 +45,19 @@ fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Opti
             Some(function) => Locals::Site {
                 function,
                 byte: site.byte,
+                branch: site.branch,
             },
             None => Locals::None,
         },
     };
+    // A site only reached where a platform fact fails on NVIDIA (`if is_hip():`) is not an
+    // NVIDIA gate.
+    for (guard, holds) in &site.guards {
+        let test = resolver.condition(guard, scope, 0);
+        if test == Pred::Const(!*holds) {
+            return None;
+        }
+    }
     let function_name = site
         .function
         .map(|f| module.functions[f].qualname.as_str())
@@ -68,7 +78,11 @@ fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Opti
             )),
             _ => None,
         },
-        SiteKind::Return | SiteKind::ModuleFlag | SiteKind::LocalFlag => {
+        SiteKind::Return
+        | SiteKind::ModuleFlag
+        | SiteKind::LocalFlag
+        | SiteKind::Argument
+        | SiteKind::AttrStore => {
             let val = resolver.eval(&site.expr, scope, 0);
             let pred = match val {
                 Val::Pred(pred) => pred,
@@ -76,7 +90,9 @@ fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Opti
                 _ => return None,
             };
             let form = match site.kind {
-                SiteKind::ModuleFlag | SiteKind::LocalFlag => Form::CachedFlag,
+                SiteKind::ModuleFlag | SiteKind::LocalFlag | SiteKind::AttrStore => {
+                    Form::CachedFlag
+                }
                 _ if is_backend_check(function_name) => Form::BackendCapability,
                 _ => pred.first_arch_form()?,
             };

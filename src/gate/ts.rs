@@ -55,6 +55,7 @@ fields! {
     Operator = "operator",
     Parameters = "parameters",
     Right = "right",
+    Subject = "subject",
     Subscript = "subscript",
     Superclasses = "superclasses",
     Type = "type",

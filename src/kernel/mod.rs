@@ -7,6 +7,7 @@
 //! bad file yields an error for that file only.
 
 mod bytes;
+pub mod cpp;
 mod cubin;
 mod elf;
 mod error;
@@ -14,11 +15,14 @@ mod fatbin;
 mod host;
 mod inventory;
 pub mod jit;
+pub mod layers;
 pub mod load;
 mod model;
 mod parse;
+pub mod preproc;
 mod ptx;
 pub mod query;
+pub mod sources;
 
 pub use error::{FileError, ParseError};
 pub use fatbin::{MAGIC as FATBIN_MAGIC, MAX_CONTAINERS, MAX_ENTRIES};

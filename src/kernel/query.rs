@@ -5,6 +5,10 @@
 use serde::Serialize;
 
 use super::jit::{JitIndex, sass_loads};
+use super::layers::{
+    Layer, LayerAnswer, LayerIndex, LayerRules, Toolchain, Verdict, combine, device_layer,
+    host_layer, toolchain_layer,
+};
 use super::load::{Coverage, coverage as file_coverage};
 use super::model::FileInventory;
 use crate::arch::Arch;
@@ -73,10 +77,22 @@ pub enum Answer {
     Unknown { why: String },
 }
 
+/// An answer with the layer answers it combines (see `kernel::layers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayeredAnswer {
+    pub layers: Vec<LayerAnswer>,
+    pub answer: Answer,
+}
+
 /// The kernels of a site: binary inventory plus JIT sources.
 pub struct KernelIndex {
     pub libraries: Vec<FileInventory>,
     pub jit: JitIndex,
+    /// The sources of JIT generators, read on first query and cached.
+    pub layers: LayerIndex,
+    pub layer_rules: LayerRules,
+    /// `--cuda X.Y`: the toolkit JIT builds use, instead of the site's nvcc distribution.
+    pub cuda: Option<String>,
 }
 
 impl KernelIndex {
@@ -88,10 +104,25 @@ impl KernelIndex {
                 library.path = relative.to_path_buf();
             }
         }
+        KernelIndex::new(libraries, JitIndex::build(site, scan))
+    }
+
+    /// An index of these libraries and JIT lists, with the embedded layer rules.
+    pub fn new(libraries: Vec<FileInventory>, jit: JitIndex) -> KernelIndex {
         KernelIndex {
             libraries,
-            jit: JitIndex::build(site, scan),
+            jit,
+            layers: LayerIndex::default(),
+            layer_rules: LayerRules::embedded().clone(),
+            cuda: None,
         }
+    }
+
+    /// The layer rules of a loaded rule set (`--rules DIR`) and the `--cuda` version.
+    pub fn with_layer_rules(mut self, rules: LayerRules, cuda: Option<String>) -> KernelIndex {
+        self.layer_rules = rules;
+        self.cuda = cuda;
+        self
     }
 
     /// The JIT sources, and only the libraries that match one of `globs`.
@@ -103,29 +134,120 @@ impl KernelIndex {
                 library.path = relative.to_path_buf();
             }
         }
-        KernelIndex {
-            libraries,
-            jit: JitIndex::build(site, scan),
-        }
+        KernelIndex::new(libraries, JitIndex::build(site, scan))
     }
 
     /// The JIT sources only; library requirements then answer `Unknown`. For callers whose
     /// requirements name no library, this skips reading every binary of the site.
     pub fn build_jit_only(site: &Site, scan: &ScanResult) -> KernelIndex {
-        KernelIndex {
-            libraries: Vec::new(),
-            jit: JitIndex::build(site, scan),
+        KernelIndex::new(Vec::new(), JitIndex::build(site, scan))
+    }
+
+    /// Whether `target` has a kernel for `requirement`: the layers combined (any `no` or
+    /// `partly` closes it, else any `unknown` makes it unknown). Evidence lines name the
+    /// layer that decided, with file:line.
+    pub fn coverage(&self, requirement: &Requirement, target: Arch, site: &Site) -> Answer {
+        self.coverage_layers(requirement, target, site).answer
+    }
+
+    /// [`KernelIndex::coverage`] with each layer's own answer.
+    pub fn coverage_layers(
+        &self,
+        requirement: &Requirement,
+        target: Arch,
+        site: &Site,
+    ) -> LayeredAnswer {
+        match requirement {
+            Requirement::Jit(id) => self.jit_layers(id, target, site),
+            Requirement::Library { dist, glob } => {
+                binary_only(self.library_coverage(dist.as_deref(), glob, target, site))
+            }
+            Requirement::CubinTable(id) => binary_only(self.cubin_coverage(id, target)),
         }
     }
 
-    pub fn coverage(&self, requirement: &Requirement, target: Arch, site: &Site) -> Answer {
-        match requirement {
-            Requirement::Jit(id) => self.jit_coverage(id, target),
-            Requirement::Library { dist, glob } => {
-                self.library_coverage(dist.as_deref(), glob, target, site)
-            }
-            Requirement::CubinTable(id) => self.cubin_coverage(id, target),
+    /// The Python file and function of a generator id, when the site has them.
+    fn generator_location(&self, id: &str, site: &Site) -> Option<(String, String)> {
+        let (module, function) = id.split_once(':')?;
+        if let Some(g) = self.jit.generators(id).first() {
+            return Some((g.file.clone(), function.to_string()));
         }
+        if let Some(f) = self.jit.fixed_arch.iter().find(|f| f.id == id) {
+            return Some((f.file.clone(), function.to_string()));
+        }
+        let base = module.replace('.', "/");
+        [format!("{base}.py"), format!("{base}/__init__.py")]
+            .into_iter()
+            .find(|p| site.root.join(p).is_file())
+            .map(|p| (p, function.to_string()))
+    }
+
+    fn jit_layers(&self, id: &str, target: Arch, site: &Site) -> LayeredAnswer {
+        let rules = &self.layer_rules;
+        let listed = self.jit_coverage(id, target);
+        let location = self.generator_location(id, site);
+        let sources = location
+            .as_ref()
+            .map(|(file, function)| self.layers.generator(&site.root, file, function, rules));
+        let l2 = match &listed {
+            Answer::Covered { evidence, .. } => LayerAnswer {
+                layer: Layer::L2,
+                verdict: Verdict::Yes,
+                summary: format!("the arch list admits {target}"),
+                evidence: evidence.clone(),
+            },
+            Answer::NotCovered { evidence } => LayerAnswer {
+                layer: Layer::L2,
+                verdict: Verdict::No,
+                summary: format!("the arch list leaves out {target}"),
+                evidence: evidence.clone(),
+            },
+            Answer::Unknown { why } => match sources.as_ref().and_then(|s| s.set.spec_at.clone()) {
+                // A spec built without an arch list compiles for the device's arch.
+                Some(at)
+                    if self.jit.generators(id).is_empty()
+                        && !self.jit.fixed_arch.iter().any(|f| f.id == id) =>
+                {
+                    LayerAnswer {
+                        layer: Layer::L2,
+                        verdict: Verdict::Yes,
+                        summary: "no arch list: builds for the device it runs on".into(),
+                        evidence: vec![format!(
+                            "{at} builds a JIT spec without supported_major_versions"
+                        )],
+                    }
+                }
+                _ => {
+                    return LayeredAnswer {
+                        layers: vec![LayerAnswer::new(Layer::L2, Verdict::Unknown, why.clone())],
+                        answer: listed,
+                    };
+                }
+            },
+        };
+        let Some(sources) = sources else {
+            return LayeredAnswer {
+                layers: vec![l2],
+                answer: listed,
+            };
+        };
+        let toolchain = Toolchain::find(site, self.cuda.as_deref(), rules);
+        let (variant, l6) = toolchain_layer(target, &toolchain, rules);
+        let l3 = device_layer(&sources, target, variant, &toolchain);
+        let l4 = host_layer(&sources, target, &toolchain, rules);
+        let l5 = LayerAnswer::new(
+            Layer::L5,
+            Verdict::NotApplicable,
+            "a C++ JIT build, not a CuTe DSL op",
+        );
+        let l7 = LayerAnswer::new(
+            Layer::L7,
+            Verdict::NotApplicable,
+            "built at run time: no prebuilt binary to read",
+        );
+        let layers = vec![l2, l3, l4, l5, l6, l7];
+        let answer = combined(&layers, &listed);
+        LayeredAnswer { layers, answer }
     }
 
     fn jit_coverage(&self, id: &str, target: Arch) -> Answer {
@@ -260,6 +382,73 @@ impl KernelIndex {
             }
         } else {
             Answer::NotCovered { evidence }
+        }
+    }
+}
+
+/// A library or cubin table: the binary layer alone.
+fn binary_only(answer: Answer) -> LayeredAnswer {
+    let layer = match &answer {
+        Answer::Covered { how, evidence } => LayerAnswer {
+            layer: Layer::L7,
+            verdict: Verdict::Yes,
+            summary: how.clone(),
+            evidence: evidence.clone(),
+        },
+        Answer::NotCovered { evidence } => LayerAnswer {
+            layer: Layer::L7,
+            verdict: Verdict::No,
+            summary: "no loadable code".into(),
+            evidence: evidence.clone(),
+        },
+        Answer::Unknown { why } => LayerAnswer::new(Layer::L7, Verdict::Unknown, why.clone()),
+    };
+    LayeredAnswer {
+        layers: vec![layer],
+        answer,
+    }
+}
+
+/// The combined answer. The L2 lines keep their old form (callers match them); every other
+/// layer is cited as `L3 device guards no: ...`, the layers that close the target first.
+fn combined(layers: &[LayerAnswer], listed: &Answer) -> Answer {
+    let l2_lines: Vec<String> = layers
+        .iter()
+        .find(|l| l.layer == Layer::L2)
+        .map(|l| l.evidence.clone())
+        .unwrap_or_default();
+    let others = || layers.iter().filter(|l| l.layer != Layer::L2);
+    match combine(layers) {
+        Verdict::No => {
+            let mut evidence = l2_lines;
+            for layer in others().filter(|l| l.verdict.closes()) {
+                evidence.extend(layer.cited());
+            }
+            for layer in others().filter(|l| l.verdict == Verdict::Unknown) {
+                evidence.extend(layer.cited());
+            }
+            Answer::NotCovered { evidence }
+        }
+        Verdict::Unknown => {
+            let why: Vec<String> = layers
+                .iter()
+                .filter(|l| l.verdict == Verdict::Unknown)
+                .map(|l| format!("{} unknown: {}", l.layer.name(), l.summary))
+                .collect();
+            Answer::Unknown {
+                why: why.join("; "),
+            }
+        }
+        _ => {
+            let how = match listed {
+                Answer::Covered { how, .. } => how.clone(),
+                _ => "jit".into(),
+            };
+            let mut evidence = l2_lines;
+            for layer in others().filter(|l| l.verdict != Verdict::NotApplicable) {
+                evidence.push(layer.cited().remove(0));
+            }
+            Answer::Covered { how, evidence }
         }
     }
 }

@@ -249,6 +249,7 @@ impl Ctx<'_> {
                 s.function.map(|function| Locals::Site {
                     function,
                     byte: s.byte,
+                    branch: s.branch,
                 })
             })
             .unwrap_or(Locals::None);

@@ -6,9 +6,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+use rayon::prelude::*;
+
 use crate::arch::Arch;
-use crate::kernel::query::KernelIndex;
-use crate::kernel::{CoverageCounts, EntryKind, FileInventory, coverage};
+use crate::kernel::layers::Verdict;
+use crate::kernel::query::{Answer, KernelIndex, LayeredAnswer, Requirement};
+use crate::kernel::{CoverageCounts, EntryKind, FileInventory, Location, coverage};
 use crate::site::Site;
 
 pub struct KernelsReport<'a> {
@@ -17,7 +20,16 @@ pub struct KernelsReport<'a> {
     index: &'a KernelIndex,
     targets: &'a [Arch],
     files: Vec<FileInventory>,
+    /// Per generator id (in first-listed order), the layered answer at each target; empty
+    /// when only the arch lists are asked for (`--layers list`).
+    generator_layers: Vec<(String, Vec<(Arch, LayeredAnswer)>)>,
 }
+
+/// How plain-data containers are loaded, for readers comparing with cuobjdump.
+pub const PLAIN_DATA_NOTE: &str = "plain-data containers are fatbins stored as ordinary data \
+     (torch's .lrodata, cuFFT's and cuPTI's embedded images), not in .nv_fatbin: the CUDA \
+     runtime does not register them and cuobjdump does not list them; the library itself \
+     hands them to the driver API (cuModuleLoadData / cuLibraryLoadData) when it needs them";
 
 impl<'a> KernelsReport<'a> {
     pub fn new(
@@ -36,7 +48,42 @@ impl<'a> KernelsReport<'a> {
             index,
             targets,
             files,
+            generator_layers: Vec::new(),
         }
+    }
+
+    /// Adds every layer of each JIT generator at each target (reads their sources).
+    pub fn with_layers(mut self) -> Self {
+        let Some(site) = self.site else {
+            return self;
+        };
+        let mut ids: Vec<String> = Vec::new();
+        for g in &self.index.jit.generators {
+            if !ids.contains(&g.id) {
+                ids.push(g.id.clone());
+            }
+        }
+        let index = self.index;
+        let targets = self.targets;
+        self.generator_layers = ids
+            .into_par_iter()
+            .map(|id| {
+                let requirement = Requirement::Jit(id.clone());
+                let per_target = targets
+                    .iter()
+                    .map(|&t| (t, index.coverage_layers(&requirement, t, site)))
+                    .collect();
+                (id, per_target)
+            })
+            .collect();
+        self
+    }
+
+    fn layers_of(&self, id: &str) -> Option<&Vec<(Arch, LayeredAnswer)>> {
+        self.generator_layers
+            .iter()
+            .find(|(g, _)| g == id)
+            .map(|(_, l)| l)
     }
 
     pub fn errors(&self) -> Vec<String> {
@@ -119,6 +166,11 @@ pub fn render_json(report: &KernelsReport) -> String {
                 "relocatable_ptx": ptx_reloc,
                 "coverage": per_target,
                 "containers": file.containers,
+                "plain_data_note": file
+                    .containers
+                    .iter()
+                    .any(|c| c.section == Location::PlainData)
+                    .then_some(PLAIN_DATA_NOTE),
                 "error": file.error,
             })
         })
@@ -141,6 +193,19 @@ pub fn render_json(report: &KernelsReport) -> String {
             }
             let mut value = serde_json::to_value(g).expect("plain data");
             value["admits"] = Value::Object(admits);
+            if let Some(per_target) = report.layers_of(&g.id) {
+                let mut layers = Map::new();
+                for (target, layered) in per_target {
+                    layers.insert(
+                        target.to_string(),
+                        json!({
+                            "answer": answer_word(&layered.answer),
+                            "layers": layered.layers,
+                        }),
+                    );
+                }
+                value["layers"] = Value::Object(layers);
+            }
             value
         })
         .collect();
@@ -230,6 +295,23 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
                 }
             );
         }
+        let plain: Vec<&str> = file
+            .containers
+            .iter()
+            .filter(|c| c.section == Location::PlainData)
+            .map(|c| c.in_section.as_deref().unwrap_or("data"))
+            .collect();
+        if !plain.is_empty() {
+            let mut sections = plain.clone();
+            sections.sort();
+            sections.dedup();
+            let _ = writeln!(
+                out,
+                "      {} plain-data containers (in {}): {PLAIN_DATA_NOTE}",
+                plain.len(),
+                sections.join(", ")
+            );
+        }
         if let Some(error) = &file.error {
             let _ = writeln!(out, "      error: {error}");
         }
@@ -237,6 +319,7 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
     let jit = &report.index.jit;
     if !jit.generators.is_empty() {
         let _ = writeln!(out, "\n{}", paint("1", "JIT generators"));
+        let mut shown: Vec<&str> = Vec::new();
         for g in &jit.generators {
             let list = match (&g.majors, &g.unknown_because) {
                 (_, Some(why)) => format!("unknown ({why})"),
@@ -269,6 +352,42 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
                 g.line,
                 targets.join(", ")
             );
+            if shown.contains(&g.id.as_str()) {
+                continue;
+            }
+            shown.push(&g.id);
+            for (target, layered) in report.layers_of(&g.id).into_iter().flatten() {
+                let word = answer_word(&layered.answer);
+                let colored = match &layered.answer {
+                    Answer::Covered { .. } => paint("32", word),
+                    Answer::NotCovered { .. } => paint("31", word),
+                    Answer::Unknown { .. } => paint("33", word),
+                };
+                let summary: Vec<String> = layered
+                    .layers
+                    .iter()
+                    .map(|l| format!("{:?} {}", l.layer, l.verdict.word()))
+                    .collect();
+                let _ = writeln!(out, "      {target}: {colored} ({})", summary.join(", "));
+                for layer in layered.layers.iter().filter(|l| {
+                    !matches!(l.verdict, Verdict::Yes | Verdict::NotApplicable)
+                        || l.layer != crate::kernel::layers::Layer::L2 && !l.evidence.is_empty()
+                }) {
+                    if layer.layer == crate::kernel::layers::Layer::L2 {
+                        continue;
+                    }
+                    let _ = writeln!(
+                        out,
+                        "        {} {}: {}",
+                        layer.layer.name(),
+                        layer.verdict.word(),
+                        layer.summary
+                    );
+                    for line in &layer.evidence {
+                        let _ = writeln!(out, "          {line}");
+                    }
+                }
+            }
         }
     }
     if !jit.fixed_arch.is_empty() {
@@ -301,6 +420,14 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
         jit.cubin_tables.len()
     );
     out
+}
+
+fn answer_word(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Covered { .. } => "covered",
+        Answer::NotCovered { .. } => "not covered",
+        Answer::Unknown { .. } => "unknown",
+    }
 }
 
 fn list_or_none(items: &[String]) -> String {

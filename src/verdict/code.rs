@@ -22,9 +22,51 @@ use crate::site::site_path;
 pub struct Facts {
     pub calls: Vec<String>,
     pub strings: Vec<String>,
+    /// Flags the code sets (`self.enable_x = True`, `FLAG = True`, `os.environ["X"] = "1"`):
+    /// the reads of each are followed too.
+    pub stores: Vec<Store>,
     /// The branch starts by raising: the gate guards an error, and the path it protects is
     /// the code after it (`if not (is_sm90 or is_sm100): raise ...`).
     pub raises: bool,
+}
+
+/// A flag a path can set, by how other code reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FlagKey {
+    /// An attribute (`self.enable_x`, `server_args.enable_x`, a dataclass field): read as `.enable_x`.
+    Attr(String),
+    /// A module global, read in its module and where it is imported from there.
+    Global { module: String, name: String },
+    /// An environment variable: `os.environ["X"]`, `os.environ.get("X")`, `os.getenv("X")`, `envs.X`.
+    Env(String),
+    /// A function or method that returns the flag: its calls are reads.
+    Func(String),
+}
+
+impl FlagKey {
+    /// The identifier the site is searched for.
+    pub fn name(&self) -> &str {
+        match self {
+            FlagKey::Attr(n) | FlagKey::Env(n) | FlagKey::Func(n) => n,
+            FlagKey::Global { name, .. } => name,
+        }
+    }
+
+    pub fn words(&self) -> String {
+        match self {
+            FlagKey::Attr(n) => format!("attribute .{n}"),
+            FlagKey::Global { module, name } => format!("global {module}.{name}"),
+            FlagKey::Env(n) => format!("environment variable {n}"),
+            FlagKey::Func(n) => format!("the calls of {n}()"),
+        }
+    }
+}
+
+/// One flag set on a path, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Store {
+    pub key: FlagKey,
+    pub line: u32,
 }
 
 /// Largest branch or body read for facts; bigger ones are not followed.
@@ -46,7 +88,7 @@ pub struct Parsed {
     /// Top-level `def`/`class` name → byte range of the statement.
     pub defs: HashMap<String, (usize, usize)>,
     /// Byte ranges of the top-level statements.
-    statements: Vec<(usize, usize)>,
+    pub(crate) statements: Vec<(usize, usize)>,
 }
 
 impl Parsed {
@@ -89,6 +131,26 @@ impl Code {
             return Some((callee, hit.clone()?));
         }
         let facts = body_facts(&callee, function).map(Arc::new);
+        self.bodies
+            .lock()
+            .expect("bodies")
+            .insert(key, facts.clone());
+        Some((callee, facts?))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The module of a definition found by offset (a method, a nested function) and the
+    /// facts of its body, each read once.
+    pub fn callee_at(&self, module: &str, offset: usize) -> Option<(Arc<Parsed>, Arc<Facts>)> {
+        let callee = self.module(module)?;
+        let key = format!("{module}@{offset}");
+        if let Some(hit) = self.bodies.lock().expect("bodies").get(&key) {
+            return Some((callee, hit.clone()?));
+        }
+        let facts = body_facts_at(&callee, offset).map(Arc::new);
         self.bodies
             .lock()
             .expect("bodies")
@@ -296,7 +358,7 @@ fn absolute_module(from: &str, module: &str, is_package: bool) -> String {
     parts.join(".")
 }
 
-fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+pub(crate) fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     std::str::from_utf8(&src[node.byte_range()]).unwrap_or("")
 }
 
@@ -383,7 +445,7 @@ fn branch_of(tree: &Tree, start: usize, end: usize) -> Option<(Node<'_>, Node<'_
 
 /// The branch is an error exit: what the gate protects is the code after the statement, read
 /// only where it runs unconditionally (nested branches have conditions of their own).
-fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
+pub(crate) fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
     let statement = if parent.kind() == "elif_clause" {
         parent.parent()?
     } else {
@@ -419,11 +481,16 @@ fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
                 found.strings.push(word);
             }
         }
+        for store in more.stores {
+            if !found.stores.contains(&store) {
+                found.stores.push(store);
+            }
+        }
     }
     Some(found)
 }
 
-fn starts_with_raise(branch: Node) -> bool {
+pub(crate) fn starts_with_raise(branch: Node) -> bool {
     if branch.kind() == "raise_statement" {
         return true;
     }
@@ -435,16 +502,31 @@ fn starts_with_raise(branch: Node) -> bool {
 }
 
 /// What to parse to see the statement holding a gate in context.
-struct Enclosing {
+pub(crate) struct Enclosing {
     /// The headers of the definitions around the statement, and the statement.
-    around: Vec<(usize, usize)>,
+    pub around: Vec<(usize, usize)>,
     /// The statements after it in its block, up to `MAX_BODY_BYTES` (an error exit guards
     /// them); none in a block the scan splits too, where following every call of a
     /// thousand-line function costs more than it finds.
-    after: Vec<(usize, usize)>,
+    pub after: Vec<(usize, usize)>,
 }
 
-fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> Enclosing {
+pub(crate) fn enclosing_ranges(
+    src: &[u8],
+    statements: &[(usize, usize)],
+    byte: usize,
+) -> Enclosing {
+    enclosing_ranges_with(src, statements, byte, false)
+}
+
+/// `enclosing_ranges`; with `whole_blocks`, the statements after it are kept in big blocks
+/// too (a flag stored in a local is read further down a long function).
+pub(crate) fn enclosing_ranges_with(
+    src: &[u8],
+    statements: &[(usize, usize)],
+    byte: usize,
+    whole_blocks: bool,
+) -> Enclosing {
     let holds = |&(s, e): &(usize, usize)| s <= byte && byte < e;
     let Some(index) = statements.iter().position(holds) else {
         return Enclosing {
@@ -464,7 +546,7 @@ fn enclosing_ranges(src: &[u8], statements: &[(usize, usize)], byte: usize) -> E
         match body.iter().position(holds) {
             Some(i) if !holds(&header) => {
                 around.push(header);
-                following = if is_big_block(src, range) {
+                following = if is_big_block(src, range) && !whole_blocks {
                     Vec::new()
                 } else {
                     body[i + 1..].to_vec()
@@ -508,12 +590,20 @@ pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
     Some(facts(body, &parsed.src))
 }
 
-fn facts(node: Node, src: &[u8]) -> Facts {
+pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
     let mut out = Facts::default();
     if node.byte_range().len() > MAX_BODY_BYTES {
         return out;
     }
     let mut stack = vec![node];
+    // `op = a.f if c else g` then `op(...)`: a local that names functions.
+    let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
+    let squeeze = |n: Node| -> String {
+        text(n, src)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect()
+    };
     while let Some(n) = stack.pop() {
         if out.calls.len() + out.strings.len() >= MAX_FACTS {
             break;
@@ -523,10 +613,19 @@ fn facts(node: Node, src: &[u8]) -> Facts {
                 if let Some(function) = n.child_by_field_name("function")
                     && matches!(function.kind(), "identifier" | "attribute")
                 {
-                    let callee: String = text(function, src)
-                        .chars()
-                        .filter(|c| !c.is_whitespace())
-                        .collect();
+                    let callee = squeeze(function);
+                    // `functools.partial(f, ...)` calls f when it is called.
+                    if matches!(callee.as_str(), "partial" | "functools.partial")
+                        && let Some(first) = n
+                            .child_by_field_name("arguments")
+                            .and_then(|a| a.named_child(0))
+                        && matches!(first.kind(), "identifier" | "attribute")
+                    {
+                        let target = squeeze(first);
+                        if !out.calls.contains(&target) {
+                            out.calls.push(target);
+                        }
+                    }
                     if !out.calls.contains(&callee) {
                         out.calls.push(callee);
                     }
@@ -539,6 +638,38 @@ fn facts(node: Node, src: &[u8]) -> Facts {
                     out.strings.push(word);
                 }
             }
+            "assignment" => {
+                if let (Some(left), Some(right)) = (
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                ) && left.kind() == "identifier"
+                {
+                    let mut values = Vec::new();
+                    let mut pending = vec![right];
+                    while let Some(v) = pending.pop() {
+                        match v.kind() {
+                            "identifier" | "attribute" => values.push(squeeze(v)),
+                            "conditional_expression" => {
+                                pending.extend(v.named_child(0));
+                                pending.extend(v.named_child(2));
+                            }
+                            "parenthesized_expression" => pending.extend(v.named_child(0)),
+                            _ => {}
+                        }
+                    }
+                    if !values.is_empty() {
+                        aliases.push((text(left, src).to_string(), values));
+                    }
+                }
+                if let Some(key) = stored_flag(n, src)
+                    && out.stores.iter().all(|s| s.key != key)
+                {
+                    out.stores.push(Store {
+                        key,
+                        line: n.start_position().row as u32 + 1,
+                    });
+                }
+            }
             "function_definition" | "class_definition" | "lambda" => continue,
             _ => {}
         }
@@ -546,7 +677,72 @@ fn facts(node: Node, src: &[u8]) -> Facts {
         let children: Vec<Node> = n.named_children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
     }
+    for (name, values) in aliases {
+        if out.calls.contains(&name) {
+            for value in values {
+                if !out.calls.contains(&value) {
+                    out.calls.push(value);
+                }
+            }
+        }
+    }
     out
+}
+
+/// The flag an assignment sets to a true value: `x.attr = True` (an attribute),
+/// `NAME = True` outside any function (a module global; its module is filled in by the
+/// caller), `os.environ["X"] = <anything but "0" or "">` (an environment variable).
+fn stored_flag(assignment: Node, src: &[u8]) -> Option<FlagKey> {
+    let left = assignment.child_by_field_name("left")?;
+    let right = assignment.child_by_field_name("right")?;
+    match left.kind() {
+        "attribute" if right.kind() == "true" => Some(FlagKey::Attr(
+            text(left.child_by_field_name("attribute")?, src).to_string(),
+        )),
+        "identifier" if right.kind() == "true" => {
+            let mut up = assignment.parent();
+            while let Some(node) = up {
+                if node.kind() == "function_definition" {
+                    return None;
+                }
+                up = node.parent();
+            }
+            Some(FlagKey::Global {
+                module: String::new(),
+                name: text(left, src).to_string(),
+            })
+        }
+        "subscript" => {
+            let value = text(left.child_by_field_name("value")?, src);
+            let key = left.child_by_field_name("subscript")?;
+            let falsy = right.kind() == "string"
+                && matches!(plain_word(right, src).as_deref(), None | Some("0"));
+            (value.ends_with("environ") && key.kind() == "string" && !falsy)
+                .then(|| plain_word(key, src))
+                .flatten()
+                .map(FlagKey::Env)
+        }
+        _ => None,
+    }
+}
+
+/// The facts of the body of the definition whose `def` keyword (or decorator) starts at
+/// `byte`, at any depth (a method, a nested function).
+pub fn body_facts_at(parsed: &Parsed, byte: usize) -> Option<Facts> {
+    let around = enclosing_ranges(&parsed.src, &parsed.statements, byte).around;
+    let tree = parse_ranges(&parsed.src, &around)?;
+    let mut node = tree.root_node().descendant_for_byte_range(byte, byte + 1)?;
+    loop {
+        if node.kind() == "function_definition" {
+            break;
+        }
+        node = node.parent()?;
+    }
+    let body = node.child_by_field_name("body")?;
+    if body.byte_range().len() > MAX_BODY_BYTES {
+        return None;
+    }
+    Some(facts(body, &parsed.src))
 }
 
 /// A string that is a value (returned, assigned, passed, chosen), not a message or a key.
@@ -566,7 +762,7 @@ fn is_value_position(node: Node) -> bool {
 }
 
 /// The content of a plain string literal that looks like a name (`"trtllm"`, `"flashinfer_cutlass"`).
-fn plain_word(node: Node, src: &[u8]) -> Option<String> {
+pub(crate) fn plain_word(node: Node, src: &[u8]) -> Option<String> {
     let raw = text(node, src);
     let inner = raw
         .trim_start_matches(|c: char| c.is_ascii_alphabetic())

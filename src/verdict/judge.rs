@@ -1,13 +1,14 @@
 //! Judging: a gate's admission at a target, crossed with the coverage of the kernels its path
 //! needs, gives the verdict; the evidence says each step.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rayon::prelude::*;
 
 use super::code::{Code, FileCache};
-use super::link::{GateLink, LinkOutcome, Linker};
+use super::link::{GateLink, LinkOutcome, Linker, Seed};
 use super::model::{Verdict, VerdictKind, Verdicts};
+use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
@@ -26,13 +27,39 @@ pub fn judge(
     let code = Code::new(&site.root);
     let packages = top_level_folders(site);
     let jit_only = KernelIndex::build_jit_only(site, scan);
+    let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
+    let clock = std::time::Instant::now();
+    let text = SiteText::read(&site.root);
+    if timings {
+        eprintln!("verdicts: site text {:?}", clock.elapsed());
+    }
+    let mut gates_by_file: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, gate) in scan.gates.iter().enumerate() {
+        gates_by_file
+            .entry(gate.file.clone())
+            .or_default()
+            .push(index);
+    }
     let linker = Linker {
         rules,
         code: &code,
         jit: &jit_only.jit,
         packages,
+        text: &text,
+        gates: &scan.gates,
+        gates_by_file: &gates_by_file,
+        native: Default::default(),
     };
-    let links = link_by_file(&linker, &code, &scan.gates);
+    let (mut links, seeds) = link_by_file(&linker, &code, &scan.gates);
+    if timings {
+        eprintln!("verdicts: links {:?}", clock.elapsed());
+    }
+    let dists: Vec<Option<String>> = scan.gates.iter().map(|g| g.dist.clone()).collect();
+    linker.flow(&mut links, &seeds, &dists);
+    if timings {
+        eprintln!("verdicts: flow {:?}", clock.elapsed());
+    }
+    drop(text);
     let globs = library_globs(&links);
     let index = if globs.is_empty() {
         jit_only
@@ -45,7 +72,7 @@ pub fn judge(
         .map(|(gate, link)| {
             targets
                 .iter()
-                .map(|&target| verdict(gate, link, target, cuda, &index, site))
+                .map(|&target| verdict(gate, link, target, cuda, &index, site, &scan.gates))
                 .collect()
         })
         .collect()
@@ -53,23 +80,20 @@ pub fn judge(
 
 /// Links every gate, reading each gate file once (and not keeping it: only callees' modules
 /// stay cached, so memory does not grow with the number of gate files).
-fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
+fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> (Vec<GateLink>, Vec<Vec<Seed>>) {
     let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (index, gate) in gates.iter().enumerate() {
         by_file.entry(gate.file.as_str()).or_default().push(index);
     }
     let groups: Vec<(&str, Vec<usize>)> = by_file.into_iter().collect();
-    let mut linked: Vec<(usize, GateLink)> = groups
+    let mut linked: Vec<(usize, (GateLink, Vec<Seed>))> = groups
         .par_iter()
         .flat_map_iter(|(file, indices)| {
-            // Flags, decorators and JIT lists guard no branch: their files need not be read.
+            // Decorators and JIT lists guard no branch: their files need not be read.
             let needs_code = indices.iter().any(|&i| {
                 !matches!(
                     gates[i].form,
-                    Form::CachedFlag
-                        | Form::CapabilityDecorator
-                        | Form::MinCapability
-                        | Form::JitArchList
+                    Form::CapabilityDecorator | Form::MinCapability | Form::JitArchList
                 )
             });
             let parsed = needs_code
@@ -83,7 +107,7 @@ fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> Vec<GateLink> {
         })
         .collect();
     linked.sort_by_key(|(i, _)| *i);
-    linked.into_iter().map(|(_, link)| link).collect()
+    linked.into_iter().map(|(_, link)| link).unzip()
 }
 
 fn top_level_folders(site: &Site) -> HashSet<String> {
@@ -116,6 +140,38 @@ fn library_globs(links: &[GateLink]) -> Vec<String> {
     globs
 }
 
+/// The first other gate on a link's path that blocks the target, in words.
+fn blocking_guard(
+    link: &super::link::Link,
+    target: Arch,
+    cuda: Option<&CudaVersion>,
+    gates: &[Gate],
+) -> Option<String> {
+    link.guards.iter().find_map(|guard| {
+        let gate = &gates[guard.gate];
+        let admits = evaluate(&gate.predicate, target.plain(), cuda);
+        let blocks = match admits {
+            Admits::Yes => guard.negated,
+            Admits::No => !guard.negated,
+            Admits::Unknown(_) => false,
+        };
+        blocks.then(|| {
+            format!(
+                "{}:{} `{}` {} it on the way to {}",
+                gate.file,
+                gate.line,
+                gate.text,
+                if guard.negated {
+                    "(negated) blocks"
+                } else {
+                    "blocks"
+                },
+                link.needs.words()
+            )
+        })
+    })
+}
+
 /// What the kernels of a path add up to at a target: all present, one missing, or unknown.
 enum Kernel {
     Present,
@@ -130,6 +186,7 @@ fn verdict(
     cuda: Option<&CudaVersion>,
     index: &KernelIndex,
     site: &Site,
+    gates: &[Gate],
 ) -> Verdict {
     let (admits, mut evidence) = if link.guards_raise {
         let guarded = match &gate.predicate {
@@ -150,6 +207,11 @@ fn verdict(
     let links = match &link.outcome {
         LinkOutcome::NotLinked(why) => {
             evidence.push(format!("no kernel link: {why}"));
+            // The kind of the first stop, in one word a script can count.
+            evidence.push(format!(
+                "stop: {}",
+                link.stop.as_deref().unwrap_or("not-followed")
+            ));
             return Verdict {
                 kind: VerdictKind::Unverified,
                 evidence,
@@ -157,15 +219,32 @@ fn verdict(
         }
         LinkOutcome::Linked(links) => links,
     };
+    let mut blocked = Vec::new();
     let links: Vec<_> = links
         .iter()
         .filter(|l| l.applies_to(target.major))
+        .filter(|l| match blocking_guard(l, target, cuda, gates) {
+            Some(why) => {
+                blocked.push(why);
+                false
+            }
+            None => true,
+        })
         .collect();
+    blocked.sort();
+    blocked.dedup();
+    for why in blocked.iter().take(3) {
+        evidence.push(format!("a path not taken at {target}: {why}"));
+    }
     if links.is_empty() {
-        evidence.push(format!(
-            "no kernel link: the linked kernels are declared for other majors than {}",
-            target.major
-        ));
+        evidence.push(if blocked.is_empty() {
+            format!(
+                "no kernel link: the linked kernels are declared for other majors than {}",
+                target.major
+            )
+        } else {
+            format!("no kernel link: every linked path passes another gate that blocks {target}")
+        });
         return Verdict {
             kind: VerdictKind::Unverified,
             evidence,

@@ -3,17 +3,26 @@
 //! `torch.ops.<lib>` op of a native library in the site, or a backend name a `[[backend]]`
 //! rule knows; otherwise not linked, saying how far the search got.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use super::code::{Code, Facts, FileCache, Parsed, gated_branch};
+use rayon::prelude::*;
+
+use super::code::{Code, Facts, FileCache, FlagKey, Parsed, gated_branch};
+use super::flow::{Guard, Hop, Reader, gate_bytes};
+use super::site_text::SiteText;
 use crate::gate::predicate::Form;
 use crate::kernel::jit::JitIndex;
 use crate::kernel::query::{Requirement, glob_match};
 use crate::rules::{LinkRule, Rules};
 use crate::scan::Gate;
 
-/// Calls followed from a gated branch before giving up.
-pub const MAX_HOPS: usize = 3;
+/// Calls followed in a row from a gated branch before giving up.
+pub const MAX_HOPS: usize = 6;
+/// Calls looked at from one branch, over all hops: keeps the search bounded where each hop
+/// fans out.
+pub const MAX_STEPS: usize = 400;
+/// Flags followed in a row (a flag set from a flag's read, and so on).
+pub const MAX_FLAG_HOPS: usize = 6;
 
 /// One kernel the gated path needs, and how gatefix knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +31,8 @@ pub struct Link {
     pub chain: Vec<String>,
     /// Only at these majors (from the rule); `None`: at every target.
     pub majors: Option<Vec<u32>>,
+    /// Other gates the path passes: where one blocks the target, the path is not taken.
+    pub guards: Vec<Guard>,
 }
 
 impl Link {
@@ -42,6 +53,8 @@ pub enum LinkOutcome {
 pub struct GateLink {
     pub outcome: LinkOutcome,
     pub guards_raise: bool,
+    /// Why the search stopped, in a few words (the kinds `--explain-unverified` counts).
+    pub stop: Option<String>,
 }
 
 pub struct Linker<'a> {
@@ -50,28 +63,75 @@ pub struct Linker<'a> {
     pub jit: &'a JitIndex,
     /// Top-level folders of the site: `torch.ops.<lib>` links only when `<lib>/` is there.
     pub packages: HashSet<String>,
+    pub text: &'a SiteText,
+    pub gates: &'a [Gate],
+    pub gates_by_file: &'a HashMap<String, Vec<usize>>,
+    /// Top-level folder → whether it holds a native library.
+    pub native: std::sync::Mutex<HashMap<String, bool>>,
 }
 
 struct Search {
     links: Vec<Link>,
     visited: HashSet<String>,
     calls_seen: usize,
+    /// Flags the followed code sets, with the chain that reached each.
+    stores: Vec<(FlagKey, Vec<String>)>,
 }
+
+/// Where a call leads.
+enum Callee {
+    /// A top-level function (or `Class.method` by name) of a module.
+    Named(String, String),
+    /// The definition whose `def` is at this offset of a site file (a method, a nested
+    /// function), found by name; `how` says why this one.
+    At {
+        file: usize,
+        offset: usize,
+        how: String,
+    },
+}
+
+/// What the reads of one flag lead to, chains relative to the read.
+#[derive(Default)]
+struct FlagResult {
+    links: Vec<Link>,
+    next: Vec<(FlagKey, Vec<String>, Vec<Guard>)>,
+    stops: Vec<String>,
+}
+
+/// A flag a gate's path sets (or its value is stored in), with the chain up to the store.
+pub type Seed = (FlagKey, Vec<String>, Vec<Guard>);
 
 impl Linker<'_> {
     /// Links one gate; `parsed` is its module and `cache` what its file's gates share, read
-    /// once for all of them.
-    pub fn link(&self, gate: &Gate, parsed: Option<&Parsed>, cache: &mut FileCache) -> GateLink {
+    /// once for all of them. Also returns the flags the gated path sets, for `flow`.
+    pub fn link(
+        &self,
+        gate: &Gate,
+        parsed: Option<&Parsed>,
+        cache: &mut FileCache,
+    ) -> (GateLink, Vec<Seed>) {
         let branch = parsed
             .filter(|_| gate.guards_branch)
             .and_then(|p| gated_branch(p, gate, cache));
-        GateLink {
-            guards_raise: branch.as_ref().is_some_and(|b| b.raises),
-            outcome: self.outcome(gate, parsed, branch),
-        }
+        let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
+        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch);
+        (
+            GateLink {
+                guards_raise,
+                outcome,
+                stop,
+            },
+            seeds,
+        )
     }
 
-    fn outcome(&self, gate: &Gate, parsed: Option<&Parsed>, branch: Option<Facts>) -> LinkOutcome {
+    fn outcome(
+        &self,
+        gate: &Gate,
+        parsed: Option<&Parsed>,
+        branch: Option<Facts>,
+    ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let declared: Vec<Link> = self
             .rules
             .links
@@ -80,6 +140,7 @@ impl Linker<'_> {
             .map(|rule| Link {
                 needs: rule.needs.clone(),
                 majors: rule.majors.clone(),
+                guards: Vec::new(),
                 chain: vec![format!(
                     "declared by a [[link]] in {}{}",
                     rule.source.display(),
@@ -91,16 +152,21 @@ impl Linker<'_> {
             })
             .collect();
         if !declared.is_empty() {
-            return LinkOutcome::Linked(declared);
+            return (LinkOutcome::Linked(declared), None, Vec::new());
         }
         if gate.form == Form::JitArchList
             && let Some(id) = self.own_generator(gate)
         {
-            return LinkOutcome::Linked(vec![Link {
-                needs: Requirement::Jit(id),
-                majors: None,
-                chain: vec!["the gate is the JIT generator's own arch list".into()],
-            }]);
+            return (
+                LinkOutcome::Linked(vec![Link {
+                    needs: Requirement::Jit(id),
+                    majors: None,
+                    guards: Vec::new(),
+                    chain: vec!["the gate is the JIT generator's own arch list".into()],
+                }]),
+                None,
+                Vec::new(),
+            );
         }
         self.follow_gate(gate, parsed, branch)
     }
@@ -118,20 +184,27 @@ impl Linker<'_> {
         gate: &Gate,
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
-    ) -> LinkOutcome {
-        let Some(facts) = branch else {
-            return LinkOutcome::NotLinked(
-                "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel"
-                    .into(),
+    ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
+        let Some(parsed) = parsed else {
+            let why = if gate.guards_branch {
+                format!("{} could not be read back", gate.file)
+            } else {
+                "the gate guards no branch gatefix reads (a cached flag, a decorator or an arch list); a [[link]] rule can declare its kernel".into()
+            };
+            return (
+                LinkOutcome::NotLinked(why),
+                Some("no-branch".into()),
+                Vec::new(),
             );
         };
-        let Some(parsed) = parsed else {
-            return LinkOutcome::NotLinked(format!("{} could not be read back", gate.file));
+        let Some(facts) = branch else {
+            return self.follow_value(gate, parsed);
         };
         let mut search = Search {
             links: Vec::new(),
             visited: HashSet::new(),
             calls_seen: 0,
+            stores: Vec::new(),
         };
         let start = if facts.raises {
             format!(
@@ -149,13 +222,286 @@ impl Linker<'_> {
             0,
             &mut search,
         );
+        let seeds = search
+            .stores
+            .iter()
+            .map(|(key, chain)| (key.clone(), chain.clone(), Vec::new()))
+            .collect();
         if search.links.is_empty() {
-            LinkOutcome::NotLinked(format!(
+            let why = format!(
                 "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend",
                 search.calls_seen
-            ))
+            );
+            let stop = if search.calls_seen >= MAX_STEPS {
+                "step-budget"
+            } else if search.calls_seen == 0 {
+                "branch-calls-nothing"
+            } else {
+                "no-kernel-reached"
+            };
+            (LinkOutcome::NotLinked(why), Some(stop.into()), seeds)
         } else {
-            LinkOutcome::Linked(search.links)
+            (LinkOutcome::Linked(search.links), None, seeds)
+        }
+    }
+
+    /// A gate that guards no branch: where its value goes (stored in a flag, returned by a
+    /// predicate) is followed by `flow`.
+    fn follow_value(
+        &self,
+        gate: &Gate,
+        parsed: &Parsed,
+    ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
+        let not_linked = |why: String, stop: &str, seeds| {
+            (LinkOutcome::NotLinked(why), Some(stop.to_string()), seeds)
+        };
+        if matches!(
+            gate.form,
+            Form::CapabilityDecorator | Form::MinCapability | Form::JitArchList
+        ) {
+            return not_linked(
+                "the gate guards no branch gatefix reads (a decorator, a declared minimum or an arch list); a [[link]] rule can declare its kernel".into(),
+                "no-branch",
+                Vec::new(),
+            );
+        }
+        let Some((start, end)) = gate_bytes(&parsed.src, gate) else {
+            return not_linked(
+                format!("{} could not be read back", gate.file),
+                "no-branch",
+                Vec::new(),
+            );
+        };
+        let reader = self.reader();
+        let hops = reader.gate_value(gate, parsed, start, end);
+        let mut seeds = Vec::new();
+        let mut links = Vec::new();
+        let mut stops = Vec::new();
+        for hop in hops {
+            match hop {
+                Hop::Flag { key, what, guards } => seeds.push((key, vec![what], guards)),
+                Hop::Code {
+                    module,
+                    facts,
+                    what,
+                    guards,
+                } => links.extend(
+                    self.follow_code(&module, &facts, vec![what], &guards, gate.dist.as_deref())
+                        .0,
+                ),
+                Hop::Stop(why) => stops.push(why),
+            }
+        }
+        if !links.is_empty() {
+            return (LinkOutcome::Linked(links), None, seeds);
+        }
+        let why = match stops.first() {
+            Some(first) => format!("the gate guards no branch, and its value goes nowhere gatefix follows: {first}"),
+            None => "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel".into(),
+        };
+        let kind = match stops.first() {
+            None => "no-branch",
+            Some(first) => stop_kind(first),
+        };
+        not_linked(why, kind, seeds)
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        Reader {
+            code: self.code,
+            text: self.text,
+            gates: self.gates,
+            gates_by_file: self.gates_by_file,
+        }
+    }
+
+    /// Follows code that a flag's read guards: its kernels, and the flags it sets in turn.
+    fn follow_code(
+        &self,
+        module: &str,
+        facts: &Facts,
+        chain: Vec<String>,
+        guards: &[Guard],
+        dist: Option<&str>,
+    ) -> (Vec<Link>, Vec<(FlagKey, Vec<String>)>) {
+        let Some(parsed) = self.code.module(module) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut search = Search {
+            links: Vec::new(),
+            visited: HashSet::new(),
+            calls_seen: 0,
+            stores: Vec::new(),
+        };
+        self.follow(&parsed, facts, &chain, dist, 0, &mut search);
+        let mut links = search.links;
+        for link in &mut links {
+            link.guards.extend_from_slice(guards);
+            link.guards.sort();
+            link.guards.dedup();
+        }
+        (links, search.stores)
+    }
+
+    /// Flag flow for every gate at once: the flags their paths set are searched for in the
+    /// site in rounds (one pass over the text per round, for all the flags of that round),
+    /// each flag's reads followed once, and each gate given the kernels its flags reach.
+    pub fn flow(&self, links: &mut [GateLink], seeds: &[Vec<Seed>], dists: &[Option<String>]) {
+        let mut results: HashMap<FlagKey, FlagResult> = HashMap::new();
+        let mut pending: BTreeSet<FlagKey> = seeds
+            .iter()
+            .flatten()
+            .map(|(key, _, _)| key.clone())
+            .collect();
+        let reader = self.reader();
+        for _round in 0..MAX_FLAG_HOPS {
+            let keys: Vec<FlagKey> = pending
+                .iter()
+                .filter(|k| !results.contains_key(*k))
+                .cloned()
+                .collect();
+            pending.clear();
+            if keys.is_empty() {
+                break;
+            }
+            let names: Vec<String> = keys.iter().map(|k| k.name().to_string()).collect();
+            let hits = self.text.find_words(&names);
+            let computed: Vec<(FlagKey, FlagResult)> = keys
+                .par_iter()
+                .zip(hits.par_iter())
+                .map(|(key, hits)| {
+                    let mut result = FlagResult::default();
+                    for hop in reader.reads(key, hits) {
+                        match hop {
+                            Hop::Stop(why) => result.stops.push(why),
+                            Hop::Flag { key, what, guards } => {
+                                result
+                                    .next
+                                    .push((key, vec![format!("read at {what}")], guards))
+                            }
+                            Hop::Code {
+                                module,
+                                facts,
+                                what,
+                                guards,
+                            } => {
+                                let (found, stores) = self.follow_code(
+                                    &module,
+                                    &facts,
+                                    vec![format!("read at {what}")],
+                                    &guards,
+                                    None,
+                                );
+                                result.links.extend(found);
+                                for (key, chain) in stores {
+                                    result.next.push((key, chain, guards.clone()));
+                                }
+                            }
+                        }
+                    }
+                    (key.clone(), result)
+                })
+                .collect();
+            let trace = std::env::var("GATEFIX_TRACE_FLOW").ok();
+            for (key, result) in computed {
+                if trace
+                    .as_deref()
+                    .is_some_and(|t| t == "*" || key.name() == t)
+                {
+                    eprintln!(
+                        "flow {}: {} link(s), next {:?}, stops {:?}",
+                        key.words(),
+                        result.links.len(),
+                        result
+                            .next
+                            .iter()
+                            .map(|(k, c, _)| (k.words(), c.clone()))
+                            .collect::<Vec<_>>(),
+                        result.stops
+                    );
+                }
+                for (next, _, _) in &result.next {
+                    if !results.contains_key(next) {
+                        pending.insert(next.clone());
+                    }
+                }
+                results.insert(key, result);
+            }
+        }
+        for (index, gate_seeds) in seeds.iter().enumerate() {
+            if gate_seeds.is_empty() {
+                continue;
+            }
+            let mut found: Vec<Link> = Vec::new();
+            let mut stops: Vec<String> = Vec::new();
+            let mut visited: HashSet<&FlagKey> = HashSet::new();
+            let mut queue: VecDeque<(&FlagKey, Vec<String>, Vec<Guard>, usize)> = gate_seeds
+                .iter()
+                .map(|(key, chain, guards)| {
+                    let mut chain = chain.clone();
+                    chain.push(format!("sets {}", key.words()));
+                    (key, chain, guards.clone(), 0)
+                })
+                .collect();
+            while let Some((key, chain, guards, depth)) = queue.pop_front() {
+                if !visited.insert(key) {
+                    continue;
+                }
+                let Some(result) = results.get(key) else {
+                    stops.push(format!(
+                        "{}: not searched, past {MAX_FLAG_HOPS} flag hops",
+                        key.words()
+                    ));
+                    continue;
+                };
+                for link in &result.links {
+                    let mut link = link.clone();
+                    link.chain = chain.iter().cloned().chain(link.chain).collect();
+                    link.guards.extend_from_slice(&guards);
+                    link.guards.sort();
+                    link.guards.dedup();
+                    add_link(&mut found, link);
+                }
+                stops.extend(result.stops.iter().take(3).cloned());
+                if depth + 1 >= MAX_FLAG_HOPS {
+                    continue;
+                }
+                for (next, hop, more) in &result.next {
+                    let mut next_chain = chain.clone();
+                    next_chain.extend(hop.iter().cloned());
+                    next_chain.push(format!("sets {}", next.words()));
+                    let mut next_guards = guards.clone();
+                    next_guards.extend_from_slice(more);
+                    queue.push_back((next, next_chain, next_guards, depth + 1));
+                }
+            }
+            let _ = dists;
+            let link = &mut links[index];
+            match &mut link.outcome {
+                LinkOutcome::Linked(existing) => {
+                    for l in found {
+                        add_link(existing, l);
+                    }
+                }
+                LinkOutcome::NotLinked(why) => {
+                    if found.is_empty() {
+                        let keys: Vec<String> =
+                            gate_seeds.iter().map(|(k, _, _)| k.words()).collect();
+                        let first = stops
+                            .first()
+                            .cloned()
+                            .unwrap_or_else(|| "its reads guard no code gatefix follows".into());
+                        *why = format!(
+                            "{why}; the path sets {} and its reads reach no kernel: first stop: {first}",
+                            keys.join(", ")
+                        );
+                        link.stop = Some(stop_kind(&first).into());
+                    } else {
+                        link.outcome = LinkOutcome::Linked(found);
+                        link.stop = None;
+                    }
+                }
+            }
         }
     }
 
@@ -168,6 +514,23 @@ impl Linker<'_> {
         depth: usize,
         search: &mut Search,
     ) {
+        for store in &facts.stores {
+            let mut key = store.key.clone();
+            if let FlagKey::Global { module, .. } = &mut key
+                && module.is_empty()
+            {
+                *module = parsed.module.clone();
+            }
+            if !search.stores.iter().any(|(k, _)| *k == key) {
+                let mut chain = chain.to_vec();
+                chain.push(format!(
+                    "{}:{} stores the flag",
+                    file_of_module(parsed),
+                    store.line
+                ));
+                search.stores.push((key, chain));
+            }
+        }
         for word in &facts.strings {
             for backend in
                 self.rules.backends.iter().filter(|b| {
@@ -183,6 +546,9 @@ impl Linker<'_> {
             }
         }
         for call in &facts.calls {
+            if search.calls_seen >= MAX_STEPS {
+                return;
+            }
             search.calls_seen += 1;
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
@@ -190,12 +556,34 @@ impl Linker<'_> {
                 push(search, library, None, chain);
                 continue;
             }
-            let Some((module, function)) = self.resolve(parsed, call) else {
+            let python_op = call.starts_with("torch.ops.");
+            let callee = if python_op {
+                // An op no native library of the site can register: registered from Python
+                // (`direct_register_custom_op("name", impl)`), by the function of that name.
+                self.resolve_by_name(parsed, call)
+            } else {
+                self.resolve(parsed, call)
+                    .map(|(m, f)| Callee::Named(m, f))
+                    .or_else(|| self.resolve_by_name(parsed, call))
+            };
+            let Some(callee) = callee else {
                 continue;
             };
-            let id = format!("{module}:{function}");
+            let (id, how) = match &callee {
+                Callee::Named(module, function) => (format!("{module}:{function}"), String::new()),
+                Callee::At { file, offset, how } => {
+                    let f = &self.text.files[*file];
+                    let name = call.rsplit('.').next().unwrap_or(call);
+                    let top = line_indent(&f.src, *offset) == 0;
+                    let id = match (&f.module, top) {
+                        (Some(m), true) => format!("{m}:{name}"),
+                        _ => format!("{}:{}", f.path, line_of(&f.src, *offset)),
+                    };
+                    (id, format!(" ({how})"))
+                }
+            };
             let mut next_chain = chain.to_vec();
-            next_chain.push(format!("calls {id}"));
+            next_chain.push(format!("calls {id}{how}"));
             let is_generator = !self.jit.generators(&id).is_empty()
                 || self.jit.fixed_arch.iter().any(|f| f.id == id);
             if is_generator {
@@ -205,18 +593,119 @@ impl Linker<'_> {
             if depth + 1 >= MAX_HOPS || !search.visited.insert(id) {
                 continue;
             }
-            if let Some((callee, body)) = self.code.callee(&module, &function) {
-                self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
+            match callee {
+                Callee::Named(module, function) => {
+                    if let Some((callee, body)) = self.code.callee(&module, &function) {
+                        self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
+                    }
+                }
+                Callee::At { file, offset, .. } => {
+                    let Some(module) = self.text.files[file].module.clone() else {
+                        continue;
+                    };
+                    if let Some((callee, body)) = self.code.callee_at(&module, offset) {
+                        self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
+                    }
+                }
             }
         }
     }
 
+    /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
+    /// kept in a variable), by the definitions of its last name in the site: the one in this
+    /// file for `self.`/`cls.`/`super().`, or the only one in the site (or in one file).
+    fn resolve_by_name(&self, parsed: &Parsed, call: &str) -> Option<Callee> {
+        let name = call.rsplit('.').next()?;
+        if name.is_empty() || name.starts_with("__") {
+            return None;
+        }
+        let defs = self.text.defs(name);
+        if defs.is_empty() {
+            return None;
+        }
+        let own =
+            call.starts_with("self.") || call.starts_with("cls.") || call.starts_with("super().");
+        let here: Vec<&(usize, usize)> = defs
+            .iter()
+            .filter(|(f, _)| self.text.files[*f].module.as_deref() == Some(parsed.module.as_str()))
+            .collect();
+        if own && here.len() == 1 {
+            let (file, offset) = *here[0];
+            return Some(Callee::At {
+                file,
+                offset,
+                how: format!("the {name} of this module"),
+            });
+        }
+        if defs.len() == 1 {
+            let (file, offset) = defs[0];
+            return Some(Callee::At {
+                file,
+                offset,
+                how: format!("the only def {name} in the site"),
+            });
+        }
+        // All in one file (a public function and the registered op it wraps): the top-level one.
+        let one_file = defs.iter().all(|(f, _)| *f == defs[0].0);
+        let top: Vec<&(usize, usize)> = defs
+            .iter()
+            .filter(|(f, o)| line_indent(&self.text.files[*f].src, *o) == 0)
+            .collect();
+        if one_file && top.len() == 1 {
+            let (file, offset) = *top[0];
+            return Some(Callee::At {
+                file,
+                offset,
+                how: format!("the top-level def {name}, the only file defining it"),
+            });
+        }
+        None
+    }
+
     fn torch_op_library(&self, call: &str) -> Option<Requirement> {
         let lib = call.strip_prefix("torch.ops.")?.split('.').next()?;
-        self.packages.contains(lib).then(|| Requirement::Library {
+        let native = self.packages.contains(lib) && self.has_native_library(lib);
+        native.then(|| Requirement::Library {
             dist: None,
             glob: format!("{lib}/**/*.so"),
         })
+    }
+
+    /// Whether a top-level folder of the site holds a native library (`.so`), asked once per
+    /// folder.
+    fn has_native_library(&self, lib: &str) -> bool {
+        if let Some(&known) = self.native.lock().expect("native").get(lib) {
+            return known;
+        }
+        let mut stack = vec![self.code.root().join(lib)];
+        let mut found = false;
+        let mut seen = 0usize;
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() && (name.ends_with(".so") || name.contains(".so.")) {
+                    found = true;
+                }
+            }
+            if found || seen > 200_000 {
+                break;
+            }
+        }
+        self.native
+            .lock()
+            .expect("native")
+            .insert(lib.to_string(), found);
+        found
     }
 
     /// Where a call written in a module leads, as (module, function or Class.method).
@@ -265,6 +754,57 @@ impl Linker<'_> {
     }
 }
 
+/// The short kind of a stop, from its words (what `--explain-unverified` counts).
+pub fn stop_kind(why: &str) -> &'static str {
+    if why.contains("a helper returns the gate") {
+        "helper-definition"
+    } else if why.contains("over the budget") {
+        "read-budget"
+    } else if why.contains("never read back") {
+        "flag-never-read"
+    } else if why.contains("passed as an argument") || why.contains("passed to") {
+        "flag-passed-as-argument"
+    } else if why.contains("negation") {
+        "flag-negated"
+    } else if why.contains("compared") {
+        "flag-compared"
+    } else if why.contains("past") {
+        "hop-limit"
+    } else {
+        "flag-used-otherwise"
+    }
+}
+
+fn file_of_module(parsed: &Parsed) -> String {
+    let base = parsed.module.replace('.', "/");
+    if parsed.is_package {
+        format!("{base}/__init__.py")
+    } else {
+        format!("{base}.py")
+    }
+}
+
+fn line_of(src: &[u8], offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &src[..offset.min(src.len())]).count() + 1
+}
+
+fn line_indent(src: &[u8], offset: usize) -> usize {
+    let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
+    src[line_start..offset]
+        .iter()
+        .take_while(|b| **b == b' ')
+        .count()
+}
+
+fn add_link(links: &mut Vec<Link>, link: Link) {
+    if !links
+        .iter()
+        .any(|l| l.needs == link.needs && l.majors == link.majors && l.guards == link.guards)
+    {
+        links.push(link);
+    }
+}
+
 fn push(search: &mut Search, needs: Requirement, majors: Option<Vec<u32>>, chain: Vec<String>) {
     if !search
         .links
@@ -275,6 +815,7 @@ fn push(search: &mut Search, needs: Requirement, majors: Option<Vec<u32>>, chain
             needs,
             chain,
             majors,
+            guards: Vec::new(),
         });
     }
 }

@@ -2,9 +2,11 @@
 //! the code), and judged per target as open, opportunity, wall, trap or unverified.
 
 pub mod code;
+pub mod flow;
 pub mod judge;
 pub mod link;
 pub mod model;
+pub mod site_text;
 
 pub use judge::judge;
 pub use model::{Verdict, VerdictKind, Verdicts};

@@ -1,4 +1,4 @@
-from .core import current_compilation_context
+from .core import current_compilation_context, gen_jit_spec, jit_env
 
 _SUPPORTED_MAJOR_VERSIONS = [9, 10, 12]
 
@@ -7,7 +7,7 @@ def gen_trtllm_comm_module():
     nvcc_flags = current_compilation_context.get_nvcc_flags_list(
         supported_major_versions=[9, 10]
     )
-    return nvcc_flags
+    return gen_jit_spec("trtllm_comm", [jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu"], extra_cuda_cflags=nvcc_flags)
 
 
 def gen_named_module():

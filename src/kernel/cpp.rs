@@ -1,0 +1,594 @@
+//! Reading CUDA C++ sources without compiling them: comments and strings blanked, the
+//! `__global__` kernels with their bodies, quoted `#include`s, and host-side checks (a check
+//! macro call, or `if (...) throw`) parsed with the tree-sitter C++ grammar.
+//!
+//! tree-sitter is error-tolerant: CUDA's `__global__` and `<<<...>>>` parse as error nodes
+//! around which the rest of the file still reads, so a file is never dropped. Every walk is
+//! bounded by the input's length.
+
+use std::sync::OnceLock;
+
+use tree_sitter::{Language, Node, Parser};
+
+/// The file with comments, string and character literals replaced by spaces (newlines
+/// kept), so that line numbers and byte offsets stay those of the original.
+pub fn blank(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    let blank_range = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for b in &mut out[from..to] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    };
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |e| i + e);
+                blank_range(&mut out, i, end);
+                i = end;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let end = memchr::memmem::find(&bytes[i + 2..], b"*/")
+                    .map_or(bytes.len(), |e| i + 2 + e + 2);
+                blank_range(&mut out, i, end);
+                i = end;
+            }
+            quote @ (b'"' | b'\'') => {
+                // A raw string R"(...)" is read as an ordinary one: close enough for blanking.
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != quote && bytes[j] != b'\n' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = (j + 1).min(bytes.len());
+                // Keep the quotes so `#include "x"` stays readable from the original.
+                blank_range(&mut out, (i + 1).min(end), j.min(bytes.len()));
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    // Only ASCII bytes were replaced by ASCII spaces; multi-byte characters inside comments
+    // may be cut, so convert lossily.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> u32 {
+    let end = offset.min(text.len());
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..end]).count() as u32 + 1
+}
+
+/// A `__global__` function with a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelDef {
+    pub name: String,
+    /// Line of `__global__`.
+    pub line: u32,
+    /// Lines of the body's `{` and `}`.
+    pub open_line: u32,
+    pub close_line: u32,
+    /// Byte range of the body, braces excluded, in the blanked text.
+    pub body: (usize, usize),
+}
+
+/// Kernels with bodies, from blanked code. A `__global__` declaration without a body is
+/// skipped; an unbalanced body ends at the end of the file.
+pub fn kernels(code: &str) -> Vec<KernelDef> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(hit) = memchr::memmem::find(&bytes[from..], b"__global__") {
+        let at = from + hit;
+        from = at + "__global__".len();
+        let word_start = at == 0 || !is_word(bytes[at - 1]);
+        if !word_start || bytes.get(from).is_some_and(|&b| is_word(b)) {
+            continue;
+        }
+        // The name is the identifier before the first `(` at template depth 0.
+        let mut i = from;
+        let mut angle = 0i32;
+        // A declaration head is short; a hostile file must not make every hit scan far.
+        let limit = bytes.len().min(from + 4096);
+        while i < limit && !(bytes[i] == b'(' && angle <= 0) && bytes[i] != b';' && bytes[i] != b'{'
+        {
+            match bytes[i] {
+                b'<' => angle += 1,
+                b'>' => angle -= 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        // `__launch_bounds__(...)` and other `__x__(...)` attributes come before the name.
+        let mut name = String::new();
+        let mut guard = 0;
+        while bytes.get(i) == Some(&b'(') && guard < 16 {
+            guard += 1;
+            let mut name_end = i;
+            while name_end > from && bytes[name_end - 1].is_ascii_whitespace() {
+                name_end -= 1;
+            }
+            let mut name_start = name_end;
+            while name_start > from && is_word(bytes[name_start - 1]) {
+                name_start -= 1;
+            }
+            let word = &code[name_start..name_end];
+            if word.len() > 4 && word.starts_with("__") && word.ends_with("__") {
+                let Some(close) = matching(bytes, i, b'(', b')') else {
+                    return out;
+                };
+                i = close + 1;
+                while i < bytes.len() && bytes[i] != b'(' && bytes[i] != b';' && bytes[i] != b'{' {
+                    i += 1;
+                }
+                continue;
+            }
+            name = word.to_string();
+            break;
+        }
+        if name.is_empty() || bytes.get(i) != Some(&b'(') {
+            continue;
+        }
+        // Unbalanced to the end of the file: no later list can close either.
+        let Some(close_paren) = matching(bytes, i, b'(', b')') else {
+            break;
+        };
+        // Between `)` and the body: qualifiers, `__launch_bounds__(...)`, a trailing return.
+        let mut j = close_paren + 1;
+        let limit = bytes.len().min(close_paren + 4096);
+        while j < limit && bytes[j] != b'{' && bytes[j] != b';' {
+            if bytes[j] == b'(' {
+                j = matching(bytes, j, b'(', b')').unwrap_or(bytes.len());
+            }
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b'{') {
+            continue;
+        }
+        let Some(close) = matching(bytes, j, b'{', b'}') else {
+            // Unbalanced to the end of the file: the body runs to it, and nothing after it
+            // can be another kernel's (this also keeps hostile input linear).
+            out.push(KernelDef {
+                name,
+                line: line_of(code, at),
+                open_line: line_of(code, j),
+                close_line: line_of(code, bytes.len()),
+                body: (j + 1, bytes.len()),
+            });
+            break;
+        };
+        out.push(KernelDef {
+            name,
+            line: line_of(code, at),
+            open_line: line_of(code, j),
+            close_line: line_of(code, close),
+            body: (j + 1, close),
+        });
+        from = from.max(close + 1);
+    }
+    out
+}
+
+fn is_word(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric()
+}
+
+/// The offset of the bracket closing the one at `open`.
+fn matching(bytes: &[u8], open: usize, left: u8, right: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, &b) in bytes.iter().enumerate().skip(open) {
+        if b == left {
+            depth += 1;
+        } else if b == right {
+            depth = depth.saturating_sub(1);
+            if depth == 0 {
+                return Some(k);
+            }
+        }
+    }
+    None
+}
+
+/// A quoted `#include "path"` (system includes `<...>` are not the site's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Include {
+    pub line: u32,
+    pub path: String,
+}
+
+/// The quoted includes, read from the original text at the directive lines.
+pub fn includes(text: &str, dirs: &[super::preproc::Directive]) -> Vec<Include> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    dirs.iter()
+        .filter(|d| d.kind == super::preproc::DirectiveKind::Include)
+        .filter_map(|d| {
+            let original = lines.get(d.line as usize - 1)?;
+            let start = original.find('"')? + 1;
+            let len = original[start..].find('"')?;
+            let path = &original[start..start + len];
+            (!path.is_empty()).then(|| Include {
+                line: d.line,
+                path: path.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Calls of the functions and macros named in a kernel body, for naming what a guard
+/// removes: `cudaGridDependencySynchronize()`.
+pub fn calls_in(code: &str) -> Vec<String> {
+    let bytes = code.as_bytes();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_word(bytes[i]) && (i == 0 || !is_word(bytes[i - 1])) {
+            let start = i;
+            while i < bytes.len() && is_word(bytes[i]) {
+                i += 1;
+            }
+            let word = &code[start..i];
+            let mut k = i;
+            while k < bytes.len() && bytes[k] == b' ' {
+                k += 1;
+            }
+            let keyword = matches!(
+                word,
+                "if" | "for"
+                    | "while"
+                    | "switch"
+                    | "return"
+                    | "sizeof"
+                    | "static_assert"
+                    | "decltype"
+                    | "alignof"
+                    | "defined"
+            );
+            if bytes.get(k) == Some(&b'(')
+                && !keyword
+                && !word.as_bytes()[0].is_ascii_digit()
+                && !out.iter().any(|w| w == word)
+            {
+                out.push(word.to_string());
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `asm("trap;")` (the string is blanked, so it is read from the original), `__trap()`, or
+/// `assert(false ...)`.
+pub fn is_trap(original_line: &str) -> bool {
+    let compact: String = original_line
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    compact.contains("__trap()")
+        || compact.contains("asm(\"trap;\")")
+        || compact.contains("asmvolatile(\"trap;\")")
+        || compact.contains("__builtin_trap()")
+        // A stub that asserts: it traps in a debug build and is empty under -DNDEBUG.
+        || compact.contains("assert(false")
+}
+
+// ------------------------------------------------------------------------------------------
+// Host checks, with a real C++ grammar.
+// ------------------------------------------------------------------------------------------
+
+fn language() -> &'static Language {
+    static LANGUAGE: OnceLock<Language> = OnceLock::new();
+    LANGUAGE.get_or_init(|| tree_sitter_cpp::LANGUAGE.into())
+}
+
+/// A host-side condition, lowered from C++: what must hold for the code to go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CExpr {
+    Int(i64),
+    /// A name or call as written (whitespace removed): `major`, `getSMVersion()`.
+    Name(String),
+    Not(Box<CExpr>),
+    Bin(String, Box<CExpr>, Box<CExpr>),
+    /// Something else (a string, a cast, a member call on a tensor).
+    Opaque(String),
+}
+
+/// One host check: the condition that must hold, where, and how it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub line: u32,
+    /// `TVM_FFI_ICHECK_EQ`, or `if-throw`.
+    pub how: String,
+    /// The condition that must be true for the launch to go on.
+    pub must_hold: CExpr,
+    /// The source text of the check (first line).
+    pub text: String,
+    /// Conditions of the enclosing `if`s (negated for an `else` branch): the check runs only
+    /// when they hold.
+    pub context: Vec<CExpr>,
+    /// The same conditions as written (`!(...)` for an `else` branch).
+    pub context_text: Vec<String>,
+}
+
+/// How a check macro reads its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckShape {
+    /// `CHECK(cond, ...)`: the first argument must hold.
+    Condition,
+    /// `CHECK_EQ(a, b)` and friends: `a op b` must hold.
+    Compare(&'static str),
+}
+
+/// The host checks of a file. `macros` maps a macro name to its shape. A file the grammar
+/// cannot read at all gives no checks (never an error): tree-sitter always returns a tree.
+pub fn checks(text: &str, macros: &[(String, CheckShape)]) -> Vec<Check> {
+    let mut parser = Parser::new();
+    if parser.set_language(language()).is_err() {
+        return Vec::new();
+    }
+    let Some(tree) = parser.parse(text, None) else {
+        return Vec::new();
+    };
+    let src = text.as_bytes();
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    // An explicit stack: deep nesting in hostile input must not overflow the Rust stack.
+    let mut stack = vec![tree.root_node()];
+    let mut visited = 0usize;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 4_000_000 {
+            break;
+        }
+        match node.kind() {
+            "call_expression" => {
+                if let Some(check) = macro_check(node, src, macros) {
+                    out.push(check);
+                }
+            }
+            "if_statement" => {
+                if let Some(check) = if_throw(node, src) {
+                    out.push(check);
+                }
+            }
+            _ => {}
+        }
+        for child in node.children(&mut cursor) {
+            stack.push(child);
+        }
+    }
+    // Contexts come from the tree again, per check, walking up from its node.
+    fill_contexts(&tree, src, &mut out);
+    out.sort_by_key(|c| c.line);
+    out
+}
+
+fn node_text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+    node.utf8_text(src).unwrap_or("")
+}
+
+fn compact(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.len() > 160 {
+        let mut end = 160;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &line[..end])
+    } else {
+        line.to_string()
+    }
+}
+
+fn macro_check(node: Node, src: &[u8], macros: &[(String, CheckShape)]) -> Option<Check> {
+    let function = node.child_by_field_name("function")?;
+    let name = node_text(function, src);
+    let shape = macros.iter().find(|(m, _)| m == name)?.1;
+    let args = node.child_by_field_name("arguments")?;
+    let mut cursor = args.walk();
+    let items: Vec<Node> = args
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    let must_hold = match shape {
+        CheckShape::Condition => lower(*items.first()?, src, 0),
+        CheckShape::Compare(op) => {
+            let (a, b) = (items.first()?, items.get(1)?);
+            CExpr::Bin(
+                op.to_string(),
+                Box::new(lower(*a, src, 0)),
+                Box::new(lower(*b, src, 0)),
+            )
+        }
+    };
+    Some(Check {
+        line: node.start_position().row as u32 + 1,
+        how: name.to_string(),
+        must_hold,
+        text: first_line(node_text(node, src)),
+        context: Vec::new(),
+        context_text: Vec::new(),
+    })
+}
+
+/// `if (cond) throw ...;` or `if (cond) { throw ...; }`: `!cond` must hold.
+fn if_throw(node: Node, src: &[u8]) -> Option<Check> {
+    let consequence = node.child_by_field_name("consequence")?;
+    let throws = match consequence.kind() {
+        "throw_statement" => true,
+        "compound_statement" => {
+            let mut cursor = consequence.walk();
+            let first = consequence
+                .named_children(&mut cursor)
+                .find(|n| n.kind() != "comment");
+            first.is_some_and(|n| {
+                n.kind() == "throw_statement"
+                    || (n.kind() == "expression_statement"
+                        && node_text(n, src).trim_start().starts_with("throw"))
+            })
+        }
+        _ => false,
+    };
+    if !throws {
+        return None;
+    }
+    let condition = node.child_by_field_name("condition")?;
+    let cond = lower(condition, src, 0);
+    Some(Check {
+        line: node.start_position().row as u32 + 1,
+        how: "if-throw".into(),
+        must_hold: CExpr::Not(Box::new(cond)),
+        text: first_line(node_text(node, src)),
+        context: Vec::new(),
+        context_text: Vec::new(),
+    })
+}
+
+/// The enclosing `if` conditions of each check (by its start line and column).
+fn fill_contexts(tree: &tree_sitter::Tree, src: &[u8], checks: &mut [Check]) {
+    for check in checks.iter_mut() {
+        let point = tree_sitter::Point {
+            row: check.line as usize - 1,
+            column: 0,
+        };
+        let Some(mut node) = tree.root_node().descendant_for_point_range(point, point) else {
+            continue;
+        };
+        // Walk to the statement node on that line, then up through its ancestors.
+        let mut steps = 0;
+        let mut context = Vec::new();
+        let mut texts = Vec::new();
+        let mut child = node;
+        while let Some(parent) = node.parent() {
+            steps += 1;
+            // Real checks sit a few dozen nodes deep; hostile nesting must stay linear.
+            if steps > 256 {
+                break;
+            }
+            if parent.kind() == "if_statement" {
+                let condition = parent.child_by_field_name("condition");
+                let in_consequence = parent
+                    .child_by_field_name("consequence")
+                    .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
+                let in_alternative = parent
+                    .child_by_field_name("alternative")
+                    .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
+                if let Some(condition) = condition {
+                    let cond = lower(condition, src, 0);
+                    let text = first_line(node_text(condition, src));
+                    if in_consequence && parent.start_position().row as u32 + 1 != check.line {
+                        context.push(cond);
+                        texts.push(text);
+                    } else if in_alternative {
+                        context.push(CExpr::Not(Box::new(cond)));
+                        texts.push(format!("!{text}"));
+                    }
+                }
+            }
+            child = node;
+            node = parent;
+        }
+        check.context = context;
+        check.context_text = texts;
+    }
+}
+
+/// C++ expression → [`CExpr`]; `depth` bounds recursion on hostile nesting.
+fn lower(node: Node, src: &[u8], depth: usize) -> CExpr {
+    if depth > 64 {
+        return CExpr::Opaque(compact(node_text(node, src)));
+    }
+    match node.kind() {
+        "parenthesized_expression" | "condition_clause" => {
+            let mut cursor = node.walk();
+            let inner: Vec<Node> = node.named_children(&mut cursor).collect();
+            match inner.as_slice() {
+                [one] => lower(*one, src, depth + 1),
+                _ => CExpr::Opaque(compact(node_text(node, src))),
+            }
+        }
+        "number_literal" => super::preproc::parse_int(node_text(node, src))
+            .map_or_else(|| CExpr::Opaque(node_text(node, src).into()), CExpr::Int),
+        "true" => CExpr::Int(1),
+        "false" => CExpr::Int(0),
+        "unary_expression" => {
+            let op = node
+                .child_by_field_name("operator")
+                .map(|o| node_text(o, src));
+            let arg = node.child_by_field_name("argument");
+            match (op, arg) {
+                (Some("!"), Some(arg)) => CExpr::Not(Box::new(lower(arg, src, depth + 1))),
+                (Some("-"), Some(arg)) => match lower(arg, src, depth + 1) {
+                    CExpr::Int(v) => CExpr::Int(v.wrapping_neg()),
+                    other => CExpr::Opaque(format!("-{other:?}")),
+                },
+                _ => CExpr::Opaque(compact(node_text(node, src))),
+            }
+        }
+        "binary_expression" => {
+            let op = node
+                .child_by_field_name("operator")
+                .map(|o| node_text(o, src));
+            let left = node.child_by_field_name("left");
+            let right = node.child_by_field_name("right");
+            match (op, left, right) {
+                (Some(op), Some(l), Some(r)) => CExpr::Bin(
+                    op.to_string(),
+                    Box::new(lower(l, src, depth + 1)),
+                    Box::new(lower(r, src, depth + 1)),
+                ),
+                _ => CExpr::Opaque(compact(node_text(node, src))),
+            }
+        }
+        _ => CExpr::Name(compact(node_text(node, src))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blanking_keeps_lines_and_hides_comments() {
+        let text = "a // x \"q\n/* #if 1\n */ b \"s // t\" 'c'\n";
+        let b = blank(text);
+        assert_eq!(b.len(), text.len());
+        assert_eq!(b.lines().count(), text.lines().count());
+        assert!(!b.contains("#if") && !b.contains("// t") && b.contains('b'));
+    }
+
+    #[test]
+    fn kernels_with_templates_and_launch_bounds() {
+        let code = blank(
+            "template <int N, typename T = std::enable_if_t<(N > 1)>>\n__global__ void __launch_bounds__(128) k(T* p) {\n  if (p) { *p = 0; }\n}\n__global__ void decl(int);\nvoid host() { k<<<1, 1>>>(nullptr); }\n",
+        );
+        let found = kernels(&code);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].name.as_str(), found[0].line, found[0].close_line),
+            ("k", 2, 4)
+        );
+    }
+
+    #[test]
+    fn checks_and_their_contexts() {
+        let macros = vec![
+            ("TVM_FFI_ICHECK_EQ".to_string(), CheckShape::Compare("==")),
+            ("FLASHINFER_CHECK".to_string(), CheckShape::Condition),
+        ];
+        let text = "__global__ void k() {}\nvoid f(int major) {\n  if (major == 9) {\n    run();\n  } else {\n    TVM_FFI_ICHECK_EQ(major, 10) << \"sm100 only\";\n  }\n  FLASHINFER_CHECK(mSM == kSM_100 || mSM == kSM_103, \"Unsupported\");\n  if (sm < 90) throw std::runtime_error(\"old\");\n  k<<<1, 2>>>();\n}\n";
+        let found = checks(text, &macros);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].line, 6);
+        assert_eq!(found[0].context.len(), 1);
+        assert!(matches!(found[0].context[0], CExpr::Not(_)));
+        assert_eq!(found[1].how, "FLASHINFER_CHECK");
+        assert_eq!(found[2].how, "if-throw");
+    }
+}

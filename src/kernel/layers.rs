@@ -1,0 +1,1123 @@
+//! "A kernel exists" in layers (see `docs/design.md`, kernel layers): under a JIT generator's
+//! arch list (L2) sit the device-side guards of the sources it compiles (L3), the host-side
+//! checks of their launchers (L4) and the toolchain that must know the target (L6). Each
+//! layer answers yes / partly / no / unknown / not applicable per target, with file:line
+//! evidence; the query combines them (`query::KernelIndex::coverage_layers`).
+//!
+//! What cannot be inferred from the sources (the spec constructors, the folder constants,
+//! the check macros, the names that hold the device's SM, the CUDA version each JIT target
+//! needs) is declared in `rules/kernels.toml`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+
+use super::cpp::{self, CExpr, Check, CheckShape, KernelDef};
+use super::preproc::{self, Directive, DirectiveKind, Env, Tri};
+use super::sources::{SourceSet, generator_sources};
+use crate::arch::{Arch, Variant};
+
+// ------------------------------------------------------------------------------------------
+// Rules.
+// ------------------------------------------------------------------------------------------
+
+/// The `[kernel_layers]` table of a rule file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerRuleFile {
+    #[serde(default)]
+    spec_calls: Vec<String>,
+    #[serde(default)]
+    include_dirs: Vec<String>,
+    #[serde(default)]
+    external_include_dirs: Vec<String>,
+    #[serde(default)]
+    nvcc_dists: Vec<String>,
+    #[serde(default)]
+    source_dir: Vec<SourceDirRule>,
+    #[serde(default)]
+    check: Vec<CheckRule>,
+    #[serde(default)]
+    sm_name: Vec<SmNameRule>,
+    #[serde(default)]
+    sm_constant: Vec<SmConstantRule>,
+    #[serde(default)]
+    jit_target: Vec<JitTargetRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceDirRule {
+    name: String,
+    path: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckRule {
+    name: String,
+    /// `condition` (the first argument must hold) or a comparison `==`, `!=`, `<`, ...
+    shape: String,
+}
+
+/// What an SM-holding name holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Holds {
+    Major,
+    Minor,
+    /// `major * 10 + minor` (`getSMVersion()` is 100 on sm_100).
+    Sm,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmNameRule {
+    /// The expression as written, whitespace ignored: `major`, `getSMVersion()`.
+    name: String,
+    holds: Holds,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmConstantRule {
+    /// `kSM_`: `kSM_100` is the constant 100 (a suffix letter makes it another name).
+    prefix: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JitTargetRule {
+    target: String,
+    suffix: String,
+    min_cuda: String,
+}
+
+/// One way a JIT build can target a device: `sm_120` as `120f`, which needs CUDA 12.9.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitTarget {
+    pub target: Arch,
+    pub variant: Variant,
+    pub min_cuda: (u32, u32),
+}
+
+/// The kernel-layer rules of every rule file, merged.
+#[derive(Debug, Clone, Default)]
+pub struct LayerRules {
+    pub spec_calls: Vec<String>,
+    /// Folder constant name → site-relative folder.
+    pub source_dirs: Vec<(String, String)>,
+    pub include_dirs: Vec<String>,
+    pub external_include_dirs: Vec<String>,
+    pub nvcc_dists: Vec<String>,
+    pub checks: Vec<(String, CheckShape)>,
+    pub sm_names: Vec<(String, Holds)>,
+    pub sm_constants: Vec<String>,
+    /// In preference order per target.
+    pub jit_targets: Vec<JitTarget>,
+}
+
+/// `"12.9"` → `(12, 9)`.
+pub fn parse_cuda(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.trim().split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
+    Some((major, minor))
+}
+
+impl LayerRules {
+    /// Adds one file's table; errors say which entry is wrong.
+    pub fn add(&mut self, file: LayerRuleFile) -> Result<(), String> {
+        self.spec_calls.extend(file.spec_calls);
+        self.include_dirs.extend(file.include_dirs);
+        self.external_include_dirs
+            .extend(file.external_include_dirs);
+        self.nvcc_dists.extend(file.nvcc_dists);
+        for dir in file.source_dir {
+            self.source_dirs.push((dir.name, dir.path));
+        }
+        for check in file.check {
+            let shape = match check.shape.as_str() {
+                "condition" => CheckShape::Condition,
+                "==" => CheckShape::Compare("=="),
+                "!=" => CheckShape::Compare("!="),
+                "<" => CheckShape::Compare("<"),
+                "<=" => CheckShape::Compare("<="),
+                ">" => CheckShape::Compare(">"),
+                ">=" => CheckShape::Compare(">="),
+                other => {
+                    return Err(format!(
+                        "[[kernel_layers.check]] `{}`: shape `{other}` is not `condition`, ==, !=, <, <=, > or >=",
+                        check.name
+                    ));
+                }
+            };
+            self.checks.push((check.name, shape));
+        }
+        for name in file.sm_name {
+            self.sm_names.push((compact(&name.name), name.holds));
+        }
+        for constant in file.sm_constant {
+            self.sm_constants.push(constant.prefix);
+        }
+        for rule in file.jit_target {
+            let target: Arch = rule.target.parse().map_err(|_| {
+                format!(
+                    "[[kernel_layers.jit_target]]: `{}` is not an arch",
+                    rule.target
+                )
+            })?;
+            let variant = match rule.suffix.as_str() {
+                "a" => Variant::A,
+                "f" => Variant::F,
+                "" => Variant::Plain,
+                other => {
+                    return Err(format!(
+                        "[[kernel_layers.jit_target]] {}: suffix `{other}` is not a, f or empty",
+                        rule.target
+                    ));
+                }
+            };
+            let min_cuda = parse_cuda(&rule.min_cuda).ok_or_else(|| {
+                format!(
+                    "[[kernel_layers.jit_target]] {}: min_cuda `{}` is not X.Y",
+                    rule.target, rule.min_cuda
+                )
+            })?;
+            self.jit_targets.push(JitTarget {
+                target: target.plain(),
+                variant,
+                min_cuda,
+            });
+        }
+        Ok(())
+    }
+
+    /// The rules shipped in the binary (`rules/kernels.toml`).
+    pub fn embedded() -> &'static LayerRules {
+        static RULES: OnceLock<LayerRules> = OnceLock::new();
+        RULES.get_or_init(|| {
+            #[derive(Deserialize)]
+            struct Wrapper {
+                kernel_layers: LayerRuleFile,
+            }
+            let mut rules = LayerRules::default();
+            let text = include_str!("../../rules/kernels.toml");
+            // The embedded file is checked by a test; a broken one gives empty rules.
+            if let Ok(w) = toml::from_str::<Wrapper>(text) {
+                let _ = rules.add(w.kernel_layers);
+            }
+            rules
+        })
+    }
+
+    fn holds(&self, name: &str) -> Option<Holds> {
+        if let Some((_, holds)) = self.sm_names.iter().find(|(n, _)| n == name) {
+            return Some(*holds);
+        }
+        None
+    }
+
+    fn constant(&self, name: &str) -> Option<i64> {
+        self.sm_constants.iter().find_map(|prefix| {
+            let digits = name.strip_prefix(prefix.as_str())?;
+            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| digits.parse().ok())
+                .flatten()
+        })
+    }
+
+    fn prefilter_words(&self) -> Vec<String> {
+        let mut words: Vec<String> = self
+            .sm_names
+            .iter()
+            .map(|(n, _)| {
+                n.split(|c: char| !(c == '_' || c.is_ascii_alphanumeric()))
+                    .find(|w| !w.is_empty() && w.len() > 1)
+                    .unwrap_or(n)
+                    .to_string()
+            })
+            .collect();
+        words.extend(self.sm_constants.iter().cloned());
+        words.sort();
+        words.dedup();
+        words
+    }
+}
+
+fn compact(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// Facts of one file (target-independent), cached.
+// ------------------------------------------------------------------------------------------
+
+/// One line of a kernel body with code on it.
+#[derive(Debug, Clone)]
+pub struct CodeLine {
+    pub line: u32,
+    pub trap: bool,
+    pub calls: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct KernelFacts {
+    pub def: KernelDef,
+    pub code: Vec<CodeLine>,
+}
+
+/// What a file holds, independent of the target.
+#[derive(Debug)]
+pub struct FileFacts {
+    pub path: String,
+    pub directives: Vec<Directive>,
+    pub line_count: u32,
+    pub kernels: Vec<KernelFacts>,
+    pub checks: Vec<Check>,
+}
+
+impl FileFacts {
+    pub fn read(root: &Path, path: &str, rules: &LayerRules) -> FileFacts {
+        let text = std::fs::read(root.join(path))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        FileFacts::from_text(path, &text, rules)
+    }
+
+    pub fn from_text(path: &str, text: &str, rules: &LayerRules) -> FileFacts {
+        let code = cpp::blank(text);
+        let (directives, line_count) = preproc::directives(&code);
+        let original: Vec<&str> = text.split('\n').collect();
+        let blanked: Vec<&str> = code.split('\n').collect();
+        let kernels = cpp::kernels(&code)
+            .into_iter()
+            .map(|def| {
+                let mut lines = Vec::new();
+                let first = def.open_line;
+                let last = def.close_line;
+                for line in first..=last {
+                    let Some(text) = blanked.get(line as usize - 1) else {
+                        break;
+                    };
+                    // Of the first and last lines, only the parts inside the braces count.
+                    let body: &str = text;
+                    let trimmed = body.trim();
+                    if trimmed.starts_with('#') {
+                        continue;
+                    }
+                    let meaningful = trimmed.trim_matches(|c: char| {
+                        c == '{' || c == '}' || c == ';' || c.is_whitespace()
+                    });
+                    let inner = if line == first {
+                        body.split_once('{').map_or("", |(_, r)| r).trim()
+                    } else if line == last {
+                        body.rsplit_once('}').map_or(body, |(l, _)| l).trim()
+                    } else {
+                        meaningful
+                    };
+                    let inner = inner.trim_matches(|c: char| {
+                        c == '{' || c == '}' || c == ';' || c.is_whitespace()
+                    });
+                    if inner.is_empty() || meaningful.is_empty() {
+                        continue;
+                    }
+                    let original_line = original.get(line as usize - 1).copied().unwrap_or("");
+                    lines.push(CodeLine {
+                        line,
+                        trap: cpp::is_trap(original_line),
+                        calls: cpp::calls_in(inner),
+                    });
+                }
+                KernelFacts { def, code: lines }
+            })
+            .collect();
+        // The grammar reads only files that name a check macro and an SM-holding word.
+        let names_check =
+            rules.checks.iter().any(|(m, _)| text.contains(m.as_str())) || text.contains("throw");
+        let names_sm = rules
+            .prefilter_words()
+            .iter()
+            .any(|w| text.contains(w.as_str()));
+        let checks = if names_check && names_sm {
+            cpp::checks(text, &rules.checks)
+                .into_iter()
+                .filter(|c| mentions_sm(&c.must_hold, rules))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        FileFacts {
+            path: path.to_string(),
+            directives,
+            line_count,
+            kernels,
+            checks,
+        }
+    }
+
+    fn directive_words(&self, index: u32) -> String {
+        let Some(d) = self.directives.get(index as usize) else {
+            return String::new();
+        };
+        let word = match d.kind {
+            DirectiveKind::If => "#if",
+            DirectiveKind::Ifdef => "#ifdef",
+            DirectiveKind::Ifndef => "#ifndef",
+            DirectiveKind::Elif => "#elif",
+            DirectiveKind::Else => "#else",
+            _ => "#",
+        };
+        if d.kind == DirectiveKind::Else {
+            // Name the condition it is the else of.
+            let mut depth = 0i32;
+            for prev in self.directives[..index as usize].iter().rev() {
+                match prev.kind {
+                    DirectiveKind::Endif => depth += 1,
+                    DirectiveKind::If | DirectiveKind::Ifdef | DirectiveKind::Ifndef
+                        if depth == 0 =>
+                    {
+                        return format!("#else of line {} `{}`", prev.line, prev.text);
+                    }
+                    DirectiveKind::If | DirectiveKind::Ifdef | DirectiveKind::Ifndef => depth -= 1,
+                    _ => {}
+                }
+            }
+            return "#else".into();
+        }
+        format!("{word} {}", d.text)
+    }
+
+    fn directive_line(&self, index: u32) -> u32 {
+        self.directives.get(index as usize).map_or(0, |d| d.line)
+    }
+
+    /// Whether the chain a directive belongs to names an arch macro.
+    fn arch_guard(&self, index: u32) -> bool {
+        let words = self.directive_words(index);
+        preproc::names_arch(&words)
+    }
+}
+
+fn mentions_sm(expr: &CExpr, rules: &LayerRules) -> bool {
+    match expr {
+        CExpr::Name(n) => rules.holds(n).is_some(),
+        CExpr::Not(e) => mentions_sm(e, rules),
+        CExpr::Bin(_, a, b) => mentions_sm(a, rules) || mentions_sm(b, rules),
+        CExpr::Int(_) | CExpr::Opaque(_) => false,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// A generator's sources, analysed once.
+// ------------------------------------------------------------------------------------------
+
+/// The sources of one generator and their facts.
+#[derive(Debug)]
+pub struct GeneratorSources {
+    pub set: SourceSet,
+    pub files: Vec<Arc<FileFacts>>,
+}
+
+/// Caches file facts across generators (headers are shared) and generators across queries.
+#[derive(Debug, Default)]
+pub struct LayerIndex {
+    files: Mutex<HashMap<String, Arc<FileFacts>>>,
+    generators: Mutex<HashMap<(String, String), Arc<GeneratorSources>>>,
+}
+
+impl LayerIndex {
+    pub fn generator(
+        &self,
+        root: &Path,
+        file: &str,
+        function: &str,
+        rules: &LayerRules,
+    ) -> Arc<GeneratorSources> {
+        let key = (file.to_string(), function.to_string());
+        if let Some(found) = self
+            .generators
+            .lock()
+            .ok()
+            .and_then(|g| g.get(&key).cloned())
+        {
+            return found;
+        }
+        let set = generator_sources(root, file, function, rules);
+        let mut files = Vec::with_capacity(set.files.len());
+        for path in &set.files {
+            let cached = self.files.lock().ok().and_then(|f| f.get(path).cloned());
+            let facts = match cached {
+                Some(facts) => facts,
+                None => {
+                    let facts = Arc::new(FileFacts::read(root, path, rules));
+                    if let Ok(mut map) = self.files.lock() {
+                        map.insert(path.clone(), facts.clone());
+                    }
+                    facts
+                }
+            };
+            files.push(facts);
+        }
+        let analysed = Arc::new(GeneratorSources { set, files });
+        if let Ok(mut map) = self.generators.lock() {
+            map.insert(key, analysed.clone());
+        }
+        analysed
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Answers per layer.
+// ------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Layer {
+    L2,
+    L3,
+    L4,
+    L5,
+    L6,
+    L7,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::L2 => "L2 JIT arch list",
+            Layer::L3 => "L3 device guards",
+            Layer::L4 => "L4 host checks",
+            Layer::L5 => "L5 DSL admission",
+            Layer::L6 => "L6 toolchain",
+            Layer::L7 => "L7 binary",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Yes,
+    /// Some kernels are compiled out or trap at the target, others are not.
+    Partly,
+    No,
+    Unknown,
+    /// The layer does not exist for this requirement.
+    NotApplicable,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Yes => "yes",
+            Verdict::Partly => "partly",
+            Verdict::No => "no",
+            Verdict::Unknown => "unknown",
+            Verdict::NotApplicable => "n/a",
+        }
+    }
+    /// Whether it closes the target: a generator is one build, and a kernel compiled out
+    /// inside it returns garbage on every path that launches it, so `partly` closes it too.
+    pub fn closes(self) -> bool {
+        matches!(self, Verdict::No | Verdict::Partly)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayerAnswer {
+    pub layer: Layer,
+    pub verdict: Verdict,
+    /// One sentence.
+    pub summary: String,
+    /// `file:line ...` lines.
+    pub evidence: Vec<String>,
+}
+
+impl LayerAnswer {
+    pub fn new(layer: Layer, verdict: Verdict, summary: impl Into<String>) -> Self {
+        LayerAnswer {
+            layer,
+            verdict,
+            summary: summary.into(),
+            evidence: Vec::new(),
+        }
+    }
+
+    /// Evidence lines as the coverage answer cites them: `L3 device guards no: ...`.
+    pub fn cited(&self) -> Vec<String> {
+        let head = format!(
+            "{} {}: {}",
+            self.layer.name(),
+            self.verdict.word(),
+            self.summary
+        );
+        std::iter::once(head)
+            .chain(
+                self.evidence
+                    .iter()
+                    .map(|e| format!("{} {e}", self.layer.name())),
+            )
+            .collect()
+    }
+}
+
+/// The toolkit a JIT build would use, when known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolchain {
+    pub cuda: Option<(u32, u32)>,
+    /// Where the version came from: `nvidia-cuda-nvcc-cu12 12.8.93`, `--cuda 13.0`.
+    pub source: String,
+}
+
+impl Toolchain {
+    pub fn unknown() -> Toolchain {
+        Toolchain {
+            cuda: None,
+            source: String::new(),
+        }
+    }
+
+    /// `--cuda X.Y` when given, else the nvcc distribution installed in the site.
+    pub fn find(site: &crate::site::Site, cuda: Option<&str>, rules: &LayerRules) -> Toolchain {
+        if let Some(version) = cuda.and_then(parse_cuda) {
+            return Toolchain {
+                cuda: Some(version),
+                source: format!("--cuda {}.{}", version.0, version.1),
+            };
+        }
+        let normal = |n: &str| n.to_ascii_lowercase().replace('_', "-");
+        for dist in &site.distributions {
+            if rules
+                .nvcc_dists
+                .iter()
+                .any(|d| normal(d) == normal(&dist.name))
+                && let Some(version) = parse_cuda(&dist.version)
+            {
+                return Toolchain {
+                    cuda: Some(version),
+                    source: format!("{} {}", dist.name, dist.version),
+                };
+            }
+        }
+        Toolchain::unknown()
+    }
+}
+
+fn cuda_text((major, minor): (u32, u32)) -> String {
+    format!("{major}.{minor}")
+}
+
+/// The build variant a JIT build uses at `target` with `toolchain`, and the L6 answer.
+pub fn toolchain_layer(
+    target: Arch,
+    toolchain: &Toolchain,
+    rules: &LayerRules,
+) -> (Option<Variant>, LayerAnswer) {
+    let options: Vec<&JitTarget> = rules
+        .jit_targets
+        .iter()
+        .filter(|t| t.target == target.plain())
+        .collect();
+    let name = |t: &JitTarget| format!("{}{}", t.target, t.variant.suffix());
+    if options.is_empty() {
+        return (
+            Some(Variant::Plain),
+            LayerAnswer::new(
+                Layer::L6,
+                Verdict::Yes,
+                format!("{target} needs no arch-specific target from the toolkit"),
+            ),
+        );
+    }
+    let needs: Vec<String> = options
+        .iter()
+        .map(|t| format!("{} needs CUDA >= {}", name(t), cuda_text(t.min_cuda)))
+        .collect();
+    match toolchain.cuda {
+        Some(cuda) => match options.iter().find(|t| t.min_cuda <= cuda) {
+            Some(t) => (
+                Some(t.variant),
+                LayerAnswer::new(
+                    Layer::L6,
+                    Verdict::Yes,
+                    format!(
+                        "builds {} with CUDA {} ({})",
+                        name(t),
+                        cuda_text(cuda),
+                        toolchain.source
+                    ),
+                ),
+            ),
+            None => (
+                None,
+                LayerAnswer::new(
+                    Layer::L6,
+                    Verdict::No,
+                    format!(
+                        "the toolkit is CUDA {} ({}): {}",
+                        cuda_text(cuda),
+                        toolchain.source,
+                        needs.join(", ")
+                    ),
+                ),
+            ),
+        },
+        None => {
+            let same = options.iter().all(|t| t.variant == options[0].variant);
+            (
+                same.then_some(options[0].variant),
+                LayerAnswer::new(
+                    Layer::L6,
+                    Verdict::NotApplicable,
+                    format!(
+                        "not checked: no nvcc distribution in the site and no --cuda ({})",
+                        needs.join(", ")
+                    ),
+                ),
+            )
+        }
+    }
+}
+
+/// The state of one kernel at one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KernelState {
+    Compiled,
+    CompiledOut(Option<u32>),
+    Traps(u32),
+    Unknown(Option<u32>),
+}
+
+/// L3 at one target.
+pub fn device_layer(
+    sources: &GeneratorSources,
+    target: Arch,
+    variant: Option<Variant>,
+    toolchain: &Toolchain,
+) -> LayerAnswer {
+    if sources.set.roots.is_empty() {
+        return not_found(Layer::L3, &sources.set);
+    }
+    let mut env = Env::device(target, variant, toolchain.cuda);
+    env.define_flags(sources.set.defines.iter().map(String::as_str));
+    let mut total = 0usize;
+    let mut closed = Vec::new();
+    let mut unknown = Vec::new();
+    let mut partial = Vec::new();
+    for file in &sources.files {
+        if file.kernels.is_empty() {
+            continue;
+        }
+        let live = preproc::liveness(&file.directives, file.line_count, &env);
+        for kernel in &file.kernels {
+            // A definition on a dead branch is not this target's kernel: another branch
+            // defines it (`#if __CUDA_ARCH__ >= 900 ... #else <stub> #endif`).
+            if live.at(kernel.def.line) == Tri::No {
+                continue;
+            }
+            total += 1;
+            let at = format!("{}:{}", file.path, kernel.def.line);
+            let state = kernel_state(kernel, &live);
+            let guard_text = |g: Option<u32>| {
+                g.map(|g| {
+                    format!(
+                        "{}:{} `{}`",
+                        file.path,
+                        file.directive_line(g),
+                        file.directive_words(g)
+                    )
+                })
+                .unwrap_or_else(|| "(no enclosing guard)".into())
+            };
+            match state {
+                KernelState::CompiledOut(g) => closed.push(format!(
+                    "{} compiles `{}` ({at}) to an empty body at {target}: it returns without computing and without an error",
+                    guard_text(g),
+                    kernel.def.name
+                )),
+                KernelState::Traps(line) => closed.push(format!(
+                    "{}:{line} `{}` ({at}) traps at {target} (asm trap / __trap)",
+                    file.path, kernel.def.name
+                )),
+                KernelState::Unknown(g) => unknown.push(format!(
+                    "{} decides whether `{}` ({at}) has a body at {target}: it names a macro gatefix cannot know",
+                    guard_text(g),
+                    kernel.def.name
+                )),
+                KernelState::Compiled => {}
+            }
+            // Parts removed: code lines dropped by an arch guard, grouped by guard.
+            let mut removed: Vec<(u32, Vec<String>)> = Vec::new();
+            for code in &kernel.code {
+                if live.at(code.line) != Tri::No {
+                    continue;
+                }
+                let Some(g) = live.guard_of(code.line) else {
+                    continue;
+                };
+                if !file.arch_guard(g) {
+                    continue;
+                }
+                match removed.iter_mut().find(|(gg, _)| *gg == g) {
+                    Some((_, calls)) => {
+                        for c in &code.calls {
+                            if !calls.contains(c) {
+                                calls.push(c.clone());
+                            }
+                        }
+                    }
+                    None => removed.push((g, code.calls.clone())),
+                }
+            }
+            if matches!(state, KernelState::Compiled) {
+                for (g, calls) in removed {
+                    let what = if calls.is_empty() {
+                        "code".to_string()
+                    } else {
+                        calls
+                            .iter()
+                            .map(|c| format!("{c}()"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    partial.push(format!(
+                        "{}:{} `{}` removes {what} from `{}` at {target} (compiled with parts removed)",
+                        file.path,
+                        file.directive_line(g),
+                        file.directive_words(g),
+                        kernel.def.name
+                    ));
+                }
+            }
+        }
+    }
+    let read = sources.files.len();
+    if total == 0 {
+        let mut answer = LayerAnswer::new(
+            Layer::L3,
+            Verdict::Unknown,
+            format!("no __global__ kernel with a body in the {read} files read"),
+        );
+        answer.evidence = source_notes(&sources.set);
+        return answer;
+    }
+    let (verdict, summary) = if closed.len() == total {
+        (
+            Verdict::No,
+            format!("all {total} kernels are compiled out or trap at {target}"),
+        )
+    } else if !closed.is_empty() {
+        (
+            Verdict::Partly,
+            format!(
+                "{} of {total} kernels are compiled out or trap at {target}",
+                closed.len()
+            ),
+        )
+    } else if !unknown.is_empty() {
+        (
+            Verdict::Unknown,
+            format!(
+                "{} of {total} kernels depend on macros gatefix cannot know",
+                unknown.len()
+            ),
+        )
+    } else {
+        (
+            Verdict::Yes,
+            format!("{total} kernels in {read} files have bodies at {target}"),
+        )
+    };
+    let mut answer = LayerAnswer::new(Layer::L3, verdict, summary);
+    answer.evidence.extend(closed);
+    answer.evidence.extend(unknown);
+    answer.evidence.extend(partial);
+    if verdict == Verdict::Yes || verdict == Verdict::Unknown {
+        answer.evidence.extend(source_notes(&sources.set));
+    }
+    answer
+}
+
+fn kernel_state(kernel: &KernelFacts, live: &preproc::Liveness) -> KernelState {
+    let mut yes = Vec::new();
+    let mut unknown = Vec::new();
+    for code in &kernel.code {
+        match live.at(code.line) {
+            Tri::Yes => yes.push(code),
+            Tri::Unknown => unknown.push(code),
+            Tri::No => {}
+        }
+    }
+    let first_guard = || kernel.code.first().and_then(|c| live.guard_of(c.line));
+    if yes.is_empty() && unknown.is_empty() {
+        if kernel.code.is_empty() {
+            // An empty body in the source itself is not a guard's doing.
+            return KernelState::Compiled;
+        }
+        return KernelState::CompiledOut(first_guard());
+    }
+    if yes.is_empty() {
+        return KernelState::Unknown(unknown.first().and_then(|c| live.guard_of(c.line)));
+    }
+    if unknown.is_empty() && yes.iter().all(|c| c.trap) {
+        return KernelState::Traps(yes[0].line);
+    }
+    KernelState::Compiled
+}
+
+fn not_found(layer: Layer, set: &SourceSet) -> LayerAnswer {
+    let why = set
+        .why_none
+        .clone()
+        .unwrap_or_else(|| "sources not found".into());
+    let summary = if why.starts_with("sources not found") {
+        why
+    } else {
+        format!("sources not found: {why}")
+    };
+    LayerAnswer::new(layer, Verdict::Unknown, summary)
+}
+
+fn source_notes(set: &SourceSet) -> Vec<String> {
+    let mut out = Vec::new();
+    if !set.unresolved.is_empty() {
+        out.push(format!(
+            "{} source list elements not resolved: {}",
+            set.unresolved.len(),
+            set.unresolved.join("; ")
+        ));
+    }
+    if !set.missing_includes.is_empty() {
+        let shown: Vec<&String> = set.missing_includes.iter().take(5).collect();
+        out.push(format!(
+            "{} quoted includes not found in the site (not read): {}{}",
+            set.missing_includes.len(),
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if set.missing_includes.len() > 5 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    if set.truncated {
+        out.push(format!(
+            "the include walk stopped at {} files",
+            super::sources::MAX_FILES
+        ));
+    }
+    out
+}
+
+/// L4 at one target.
+pub fn host_layer(
+    sources: &GeneratorSources,
+    target: Arch,
+    toolchain: &Toolchain,
+    rules: &LayerRules,
+) -> LayerAnswer {
+    if sources.set.roots.is_empty() {
+        return not_found(Layer::L4, &sources.set);
+    }
+    let mut env = Env::host(toolchain.cuda);
+    env.define_flags(sources.set.defines.iter().map(String::as_str));
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut notes = Vec::new();
+    let mut passes = 0usize;
+    for file in &sources.files {
+        if file.checks.is_empty() {
+            continue;
+        }
+        let live = preproc::liveness(&file.directives, file.line_count, &env);
+        for check in &file.checks {
+            if live.at(check.line) == Tri::No {
+                continue;
+            }
+            let context = check
+                .context
+                .iter()
+                .filter(|c| mentions_sm(c, rules))
+                .fold(Tri::Yes, |acc, c| acc.and(Tri::of(value(c, target, rules))));
+            if context == Tri::No {
+                continue;
+            }
+            let holds = Tri::of(value(&check.must_hold, target, rules));
+            let at = format!("{}:{} `{}`", file.path, check.line, check.text);
+            // Under an `if` on something else (a mode, a dtype), a failing check closes that
+            // path only: reported, not deciding.
+            let path = check
+                .context
+                .iter()
+                .zip(&check.context_text)
+                .find(|(c, _)| !mentions_sm(c, rules))
+                .map(|(_, text)| text.clone());
+            match (holds, context, path) {
+                (Tri::Yes, _, _) => passes += 1,
+                (Tri::No, Tri::Yes, Some(path)) => notes.push(format!(
+                    "{at} fails at {target} on the path where `{path}` holds (that path only)"
+                )),
+                (Tri::No, Tri::Yes, None) => fails.push(format!(
+                    "{at} fails at {target} ({}): the launcher raises after a successful build",
+                    sm_values(target)
+                )),
+                _ => unknown.push(format!("{at}: not decided at {target}")),
+            }
+        }
+    }
+    let (verdict, summary) = if !fails.is_empty() {
+        (
+            Verdict::No,
+            format!("{} host checks on the SM fail at {target}", fails.len()),
+        )
+    } else if !unknown.is_empty() {
+        (
+            Verdict::Unknown,
+            format!(
+                "{} host checks on the SM are not decided at {target}",
+                unknown.len()
+            ),
+        )
+    } else if passes > 0 {
+        (
+            Verdict::Yes,
+            format!("{passes} host checks on the SM pass at {target}"),
+        )
+    } else {
+        (
+            Verdict::Yes,
+            format!(
+                "no host check on the SM in the {} files read",
+                sources.files.len()
+            ),
+        )
+    };
+    let mut answer = LayerAnswer::new(Layer::L4, verdict, summary);
+    answer.evidence.extend(fails);
+    answer.evidence.extend(unknown);
+    answer.evidence.extend(notes);
+    answer
+}
+
+fn sm_values(target: Arch) -> String {
+    format!(
+        "major = {}, minor = {}, sm = {}",
+        target.major,
+        target.minor,
+        target.sm()
+    )
+}
+
+/// The value of a host expression at `target`; `None` when it names something unknown.
+fn value(expr: &CExpr, target: Arch, rules: &LayerRules) -> Option<i64> {
+    match expr {
+        CExpr::Int(v) => Some(*v),
+        CExpr::Name(name) => match rules.holds(name) {
+            Some(Holds::Major) => Some(i64::from(target.major)),
+            Some(Holds::Minor) => Some(i64::from(target.minor)),
+            Some(Holds::Sm) => Some(i64::from(target.sm())),
+            None => rules.constant(name),
+        },
+        CExpr::Not(e) => value(e, target, rules).map(|v| i64::from(v == 0)),
+        CExpr::Bin(op, a, b) => {
+            let (l, r) = (value(a, target, rules), value(b, target, rules));
+            match op.as_str() {
+                "&&" => match (l, r) {
+                    (Some(0), _) | (_, Some(0)) => Some(0),
+                    (Some(_), Some(_)) => Some(1),
+                    _ => None,
+                },
+                "||" => match (l, r) {
+                    (Some(l), _) if l != 0 => Some(1),
+                    (_, Some(r)) if r != 0 => Some(1),
+                    (Some(_), Some(_)) => Some(0),
+                    _ => None,
+                },
+                _ => {
+                    let (l, r) = (l?, r?);
+                    Some(match op.as_str() {
+                        "==" => i64::from(l == r),
+                        "!=" => i64::from(l != r),
+                        "<" => i64::from(l < r),
+                        "<=" => i64::from(l <= r),
+                        ">" => i64::from(l > r),
+                        ">=" => i64::from(l >= r),
+                        "+" => l.wrapping_add(r),
+                        "-" => l.wrapping_sub(r),
+                        "*" => l.wrapping_mul(r),
+                        "/" => l.checked_div(r)?,
+                        "%" => l.checked_rem(r)?,
+                        _ => return None,
+                    })
+                }
+            }
+        }
+        CExpr::Opaque(_) => None,
+    }
+}
+
+/// Combines layers: any `no` or `partly` closes the target; otherwise any `unknown` makes
+/// the answer unknown; `n/a` layers do not count.
+pub fn combine(layers: &[LayerAnswer]) -> Verdict {
+    if layers.iter().any(|l| l.verdict.closes()) {
+        Verdict::No
+    } else if layers.iter().any(|l| l.verdict == Verdict::Unknown) {
+        Verdict::Unknown
+    } else {
+        Verdict::Yes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rules_parse() {
+        let rules = LayerRules::embedded();
+        assert!(rules.spec_calls.iter().any(|c| c == "gen_jit_spec"));
+        assert!(rules.checks.iter().any(|(c, _)| c == "TVM_FFI_ICHECK_EQ"));
+        assert_eq!(rules.constant("kSM_100"), Some(100));
+        assert_eq!(rules.constant("kSM_100f"), None);
+        assert!(!rules.jit_targets.is_empty());
+    }
+
+    #[test]
+    fn toolchain_needs() {
+        let rules = LayerRules::embedded();
+        let tc = |v| Toolchain {
+            cuda: Some(v),
+            source: "test".into(),
+        };
+        let (variant, l6) = toolchain_layer(Arch::new(12, 0), &tc((12, 8)), rules);
+        assert_eq!((variant, l6.verdict), (Some(Variant::A), Verdict::Yes));
+        let (variant, l6) = toolchain_layer(Arch::new(12, 0), &tc((12, 9)), rules);
+        assert_eq!((variant, l6.verdict), (Some(Variant::F), Verdict::Yes));
+        assert_eq!(
+            toolchain_layer(Arch::new(12, 1), &tc((12, 8)), rules)
+                .1
+                .verdict,
+            Verdict::No
+        );
+        assert_eq!(
+            toolchain_layer(Arch::new(11, 0), &tc((12, 9)), rules)
+                .1
+                .verdict,
+            Verdict::No
+        );
+        assert_eq!(
+            toolchain_layer(Arch::new(11, 0), &tc((13, 0)), rules)
+                .1
+                .verdict,
+            Verdict::Yes
+        );
+        let l6 = toolchain_layer(Arch::new(12, 0), &Toolchain::unknown(), rules).1;
+        assert_eq!(l6.verdict, Verdict::NotApplicable);
+    }
+}

@@ -1,0 +1,520 @@
+//! The C++/CUDA sources a JIT generator compiles, read from its Python: the `sources` of the
+//! `gen_jit_spec(...)` / `JitSpec(...)` call in the generator's function (a list, or a name
+//! bound to lists in that function), each element a path built from a declared source folder
+//! constant (`jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu"`). Quoted `#include`s are
+//! then followed inside the site (bounded, each file once, so cycles end).
+//!
+//! Nothing is guessed: an element gatefix cannot resolve is listed as unresolved, and a
+//! generator with no resolved source says so.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::path::{Component, Path, PathBuf};
+
+use tree_sitter::{Node, Parser};
+
+use super::layers::LayerRules;
+
+/// At most this many files are read for one generator (CUTLASS-sized include trees stop here).
+pub const MAX_FILES: usize = 2_000;
+
+/// The sources of one generator.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceSet {
+    /// `file:line` of the spec call, when found.
+    pub spec_at: Option<String>,
+    /// The listed sources that exist, site-relative.
+    pub roots: Vec<String>,
+    /// Every file read: the roots and what they include, site-relative, in reading order.
+    pub files: Vec<String>,
+    /// Source list elements gatefix could not resolve, or resolved to missing files.
+    pub unresolved: Vec<String>,
+    /// `file:line "path"` of quoted includes found nowhere in the site.
+    pub missing_includes: Vec<String>,
+    /// Quoted includes resolved in a declared external folder (CUTLASS, spdlog): not read.
+    pub external_includes: usize,
+    /// `-D` flags written in the spec call.
+    pub defines: Vec<String>,
+    /// The file limit cut the include walk short.
+    pub truncated: bool,
+    /// Why nothing was found, when `roots` is empty.
+    pub why_none: Option<String>,
+}
+
+/// Reads the generator `function` (its last dotted component) in the site-relative Python
+/// `file`, and follows its sources.
+pub fn generator_sources(root: &Path, file: &str, function: &str, rules: &LayerRules) -> SourceSet {
+    let mut set = SourceSet::default();
+    let text = match std::fs::read(root.join(file)) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            set.why_none = Some(format!("cannot read {file}: {e}"));
+            return set;
+        }
+    };
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .is_err()
+    {
+        set.why_none = Some("the Python grammar did not load".into());
+        return set;
+    }
+    let Some(tree) = parser.parse(&text, None) else {
+        set.why_none = Some(format!("{file} did not parse"));
+        return set;
+    };
+    let src = text.as_bytes();
+    let name = function.rsplit('.').next().unwrap_or(function);
+    let Some(def) = find_function(tree.root_node(), src, name) else {
+        set.why_none = Some(format!("no function `{name}` in {file}"));
+        return set;
+    };
+    // The spec call in the function, or in a function of the same file it calls (a helper
+    // that builds the spec), one level deep.
+    let mut calls = spec_calls(def, src, rules);
+    if calls.is_empty() {
+        for callee in called_names(def, src) {
+            if callee == name {
+                continue;
+            }
+            if let Some(helper) = find_function(tree.root_node(), src, &callee) {
+                calls = spec_calls(helper, src, rules);
+                if !calls.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    if calls.is_empty() {
+        set.why_none = Some(format!(
+            "no {} call in `{name}` ({file})",
+            rules.spec_calls.join(" / ")
+        ));
+        return set;
+    }
+    let mut roots = BTreeSet::new();
+    for (call, scope) in &calls {
+        if set.spec_at.is_none() {
+            set.spec_at = Some(format!("{file}:{}", call.start_position().row + 1));
+        }
+        collect_defines(*call, src, &mut set.defines);
+        let Some(sources) = sources_arg(*call, src) else {
+            set.unresolved.push(format!(
+                "{file}:{}: no sources argument",
+                call.start_position().row + 1
+            ));
+            continue;
+        };
+        let mut elements = Vec::new();
+        expand(sources, *scope, src, &rules.source_dirs, &mut elements, 0);
+        for element in elements {
+            match element {
+                Element::Path(path) => {
+                    if root.join(&path).is_file() {
+                        roots.insert(path);
+                    } else {
+                        set.unresolved
+                            .push(format!("{path} (listed, not in the site)"));
+                    }
+                }
+                Element::Unresolved(text) => set.unresolved.push(text),
+            }
+        }
+    }
+    set.roots = roots.into_iter().collect();
+    if set.roots.is_empty() {
+        set.why_none = Some(format!(
+            "sources not found ({})",
+            if set.unresolved.is_empty() {
+                "the list is empty".to_string()
+            } else {
+                set.unresolved.join("; ")
+            }
+        ));
+        return set;
+    }
+    follow_includes(root, rules, &mut set);
+    set
+}
+
+fn node_text<'a>(node: Node, src: &'a [u8]) -> &'a str {
+    node.utf8_text(src).unwrap_or("")
+}
+
+fn find_function<'t>(root: Node<'t>, src: &[u8], name: &str) -> Option<Node<'t>> {
+    let mut stack = vec![root];
+    let mut found = None;
+    while let Some(node) = stack.pop() {
+        if node.kind() == "function_definition"
+            && node
+                .child_by_field_name("name")
+                .is_some_and(|n| node_text(n, src) == name)
+        {
+            // Prefer the outermost definition (top level before nested ones).
+            let depth = depth_of(node);
+            if found.is_none_or(|(d, _)| depth < d) {
+                found = Some((depth, node));
+            }
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    found.map(|(_, n)| n)
+}
+
+fn depth_of(node: Node) -> usize {
+    let mut depth = 0;
+    let mut at = node;
+    while let Some(parent) = at.parent() {
+        depth += 1;
+        at = parent;
+    }
+    depth
+}
+
+/// Calls whose callee's last segment is a spec constructor, with the function they are in.
+fn spec_calls<'t>(def: Node<'t>, src: &[u8], rules: &LayerRules) -> Vec<(Node<'t>, Node<'t>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![def];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "call" {
+            let callee = node
+                .child_by_field_name("function")
+                .map(|f| node_text(f, src))
+                .unwrap_or("");
+            let last = callee.rsplit('.').next().unwrap_or(callee);
+            if rules.spec_calls.iter().any(|c| c == last) {
+                out.push((node, def));
+                continue;
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out.sort_by_key(|(n, _)| n.start_byte());
+    out
+}
+
+fn called_names(def: Node, src: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![def];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "call"
+            && let Some(f) = node.child_by_field_name("function")
+            && f.kind() == "identifier"
+        {
+            let name = node_text(f, src).to_string();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out
+}
+
+/// The `sources` keyword, or the second positional argument (`gen_jit_spec(name, sources)`).
+fn sources_arg<'t>(call: Node<'t>, src: &[u8]) -> Option<Node<'t>> {
+    let args = call.child_by_field_name("arguments")?;
+    let mut cursor = args.walk();
+    let mut positional = Vec::new();
+    for arg in args.named_children(&mut cursor) {
+        if arg.kind() == "keyword_argument" {
+            if arg
+                .child_by_field_name("name")
+                .is_some_and(|n| node_text(n, src) == "sources")
+            {
+                return arg.child_by_field_name("value");
+            }
+        } else if arg.kind() != "comment" {
+            positional.push(arg);
+        }
+    }
+    positional.get(1).copied()
+}
+
+/// `"-DNAME"` string literals anywhere in the call's arguments.
+fn collect_defines(call: Node, src: &[u8], out: &mut Vec<String>) {
+    let mut stack = vec![call];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "string" {
+            let text = node_text(node, src);
+            let inner = text.trim_matches(|c| c == '"' || c == '\'');
+            if inner.starts_with("-D") && !inner.contains('{') && !out.iter().any(|d| d == inner) {
+                out.push(inner.to_string());
+            }
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+}
+
+enum Element {
+    Path(String),
+    Unresolved(String),
+}
+
+fn unresolved(node: Node, src: &[u8]) -> Element {
+    let text: String = node_text(node, src)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = if text.len() > 80 {
+        let mut end = 80;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &text[..end])
+    } else {
+        text
+    };
+    Element::Unresolved(format!("line {}: `{text}`", node.start_position().row + 1))
+}
+
+/// A source list expression to paths (site-relative), through names bound in `scope`.
+fn expand(
+    node: Node,
+    scope: Node,
+    src: &[u8],
+    dirs: &[(String, String)],
+    out: &mut Vec<Element>,
+    depth: usize,
+) {
+    if depth > 8 {
+        out.push(unresolved(node, src));
+        return;
+    }
+    match node.kind() {
+        "list" | "tuple" => {
+            let mut cursor = node.walk();
+            for item in node.named_children(&mut cursor) {
+                if item.kind() == "comment" {
+                    continue;
+                }
+                if item.kind() == "list_splat" {
+                    if let Some(inner) = item.named_child(0) {
+                        expand(inner, scope, src, dirs, out, depth + 1);
+                    }
+                    continue;
+                }
+                expand(item, scope, src, dirs, out, depth + 1);
+            }
+        }
+        "parenthesized_expression" => match node.named_child(0) {
+            Some(inner) => expand(inner, scope, src, dirs, out, depth + 1),
+            None => out.push(unresolved(node, src)),
+        },
+        "binary_operator" if operator(node, src) == Some("+") => {
+            for field in ["left", "right"] {
+                if let Some(side) = node.child_by_field_name(field) {
+                    expand(side, scope, src, dirs, out, depth + 1);
+                }
+            }
+        }
+        "identifier" => {
+            let name = node_text(node, src);
+            let bound = bindings(scope, src, name, node.start_byte());
+            if bound.is_empty() {
+                match path_of(node, src, dirs, depth) {
+                    Some(path) => out.push(Element::Path(path)),
+                    None => out.push(unresolved(node, src)),
+                }
+            }
+            for value in bound {
+                expand(value, scope, src, dirs, out, depth + 1);
+            }
+        }
+        "call" => {
+            // Path(x) / str(x) keep x.
+            let callee = node
+                .child_by_field_name("function")
+                .map(|f| node_text(f, src));
+            let arg = node
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0));
+            match (callee, arg) {
+                (Some("Path" | "pathlib.Path" | "str" | "os.fspath"), Some(arg)) => {
+                    expand(arg, scope, src, dirs, out, depth + 1)
+                }
+                _ => out.push(unresolved(node, src)),
+            }
+        }
+        _ => match path_of(node, src, dirs, depth) {
+            Some(path) => out.push(Element::Path(path)),
+            None => out.push(unresolved(node, src)),
+        },
+    }
+}
+
+fn operator<'a>(node: Node, src: &'a [u8]) -> Option<&'a str> {
+    node.child_by_field_name("operator")
+        .map(|o| node_text(o, src))
+}
+
+/// `DIR / "a" / "b.cu"` with DIR a declared folder constant.
+fn path_of(node: Node, src: &[u8], dirs: &[(String, String)], depth: usize) -> Option<String> {
+    if depth > 32 {
+        return None;
+    }
+    match node.kind() {
+        "binary_operator" if operator(node, src) == Some("/") => {
+            let left = path_of(node.child_by_field_name("left")?, src, dirs, depth + 1)?;
+            let right = node.child_by_field_name("right")?;
+            let part = match right.kind() {
+                "string" if !has_interpolation(right) => string_value(right, src)?,
+                _ => return None,
+            };
+            Some(format!("{left}/{part}"))
+        }
+        "identifier" | "attribute" => {
+            let text = node_text(node, src);
+            let last = text.rsplit('.').next()?;
+            dirs.iter().find(|(n, _)| n == last).map(|(_, p)| p.clone())
+        }
+        "parenthesized_expression" => path_of(node.named_child(0)?, src, dirs, depth + 1),
+        _ => None,
+    }
+}
+
+fn has_interpolation(string: Node) -> bool {
+    let mut cursor = string.walk();
+    string
+        .children(&mut cursor)
+        .any(|c| c.kind() == "interpolation")
+}
+
+fn string_value(node: Node, src: &[u8]) -> Option<String> {
+    let mut cursor = node.walk();
+    let content: String = node
+        .children(&mut cursor)
+        .filter(|c| c.kind() == "string_content")
+        .map(|c| node_text(c, src))
+        .collect();
+    let prefix = node_text(node, src);
+    if prefix.starts_with(['f', 'F', 'b', 'B']) {
+        return None;
+    }
+    Some(content)
+}
+
+/// Values bound to `name` in `scope` before `before`: `name = v`, `name += v`,
+/// `name.append(v)`, `name.extend(v)`.
+fn bindings<'t>(scope: Node<'t>, src: &[u8], name: &str, before: usize) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![scope];
+    while let Some(node) = stack.pop() {
+        if node.start_byte() >= before {
+            continue;
+        }
+        match node.kind() {
+            "assignment" | "augmented_assignment" => {
+                let left = node.child_by_field_name("left");
+                if left.is_some_and(|l| l.kind() == "identifier" && node_text(l, src) == name)
+                    && let Some(right) = node.child_by_field_name("right")
+                {
+                    if node.kind() == "assignment" {
+                        out.clear();
+                    }
+                    out.push(right);
+                }
+            }
+            "call" => {
+                let callee = node
+                    .child_by_field_name("function")
+                    .map(|f| node_text(f, src));
+                if let Some(callee) = callee
+                    && let Some((object, method)) = callee.rsplit_once('.')
+                    && object == name
+                    && (method == "append" || method == "extend")
+                    && let Some(arg) = node
+                        .child_by_field_name("arguments")
+                        .and_then(|a| a.named_child(0))
+                {
+                    out.push(arg);
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        let mut children: Vec<Node> = node.children(&mut cursor).collect();
+        children.reverse();
+        stack.extend(children);
+    }
+    out
+}
+
+/// `a/b/../c` → `a/c`; `None` when it leaves the site.
+pub fn normalize(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(p) => parts.push(p.to_str()?),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+fn follow_includes(root: &Path, rules: &LayerRules, set: &mut SourceSet) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut queue: VecDeque<String> = set.roots.iter().cloned().collect();
+    for r in &set.roots {
+        seen.insert(r.clone());
+    }
+    while let Some(file) = queue.pop_front() {
+        set.files.push(file.clone());
+        if set.files.len() >= MAX_FILES {
+            set.truncated = !queue.is_empty();
+            break;
+        }
+        let Ok(bytes) = std::fs::read(root.join(&file)) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let code = super::cpp::blank(&text);
+        let (dirs, _) = super::preproc::directives(&code);
+        let folder = Path::new(&file)
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        for include in super::cpp::includes(&text, &dirs) {
+            let mut candidates = vec![folder.join(&include.path)];
+            candidates.extend(
+                rules
+                    .include_dirs
+                    .iter()
+                    .map(|d| Path::new(d).join(&include.path)),
+            );
+            let found = candidates
+                .iter()
+                .filter_map(|c| normalize(&c.to_string_lossy()))
+                .find(|c| root.join(c).is_file());
+            match found {
+                Some(path) => {
+                    if seen.insert(path.clone()) {
+                        queue.push_back(path);
+                    }
+                }
+                None => {
+                    let external = rules.external_include_dirs.iter().any(|d| {
+                        normalize(&Path::new(d).join(&include.path).to_string_lossy())
+                            .is_some_and(|p| root.join(p).is_file())
+                    });
+                    if external {
+                        set.external_includes += 1;
+                    } else {
+                        set.missing_includes
+                            .push(format!("{file}:{} \"{}\"", include.line, include.path));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,801 @@
+//! Flag flow: a gated path that only sets a flag (`self.enable_x = True`, `FLAG = True`,
+//! `os.environ["X"] = "1"`) or a gate whose value is stored or returned leads to the places
+//! that read the flag back; the code those reads guard is what the gate really turns on.
+//!
+//! Each read is placed in its statement (parsed from the enclosing definitions only) and
+//! followed up through `and`/`or`/`not`/parentheses to what uses it: the condition of an `if`,
+//! `elif`, `while` or conditional expression (its branch runs when the flag holds; a negated
+//! read whose branch returns or raises guards the code after it), an assignment (a local
+//! followed to its uses in the function, an attribute or a global read back in turn), or a
+//! `return` (the function becomes a predicate whose calls are reads). Anything else stops,
+//! saying why. Gates in the same condition, or around the branch, joined by `and`, are kept as
+//! guards: at a target where one of them blocks, the path is not taken.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use super::code::{
+    Code, Facts, FlagKey, Parsed, enclosing_ranges_with, facts, plain_word, raise_guarded,
+    starts_with_raise, text,
+};
+use super::site_text::{Hit, SiteText, is_word_byte};
+use crate::gate::lower::parse_ranges;
+use crate::scan::Gate;
+
+/// Reads of one flag followed before giving up on it.
+pub const MAX_READS: usize = 48;
+/// Uses of a local followed, and local hops in a row.
+const MAX_LOCAL_USES: usize = 16;
+const MAX_LOCAL_DEPTH: usize = 3;
+
+/// Another gate on the path: where it blocks a target, the path is not taken there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Guard {
+    /// Index into the scan's gates.
+    pub gate: usize,
+    /// The path runs where the gate does *not* hold (`and not _is_sm100`).
+    pub negated: bool,
+}
+
+/// What reading a flag leads to.
+#[derive(Debug, Clone)]
+pub enum Hop {
+    /// Code that runs when the flag holds, in `module`; `what` says where (`file:line ...`).
+    Code {
+        module: String,
+        facts: Facts,
+        what: String,
+        guards: Vec<Guard>,
+    },
+    /// Another flag set from this one (a local stored on an attribute, a predicate function).
+    Flag {
+        key: FlagKey,
+        what: String,
+        guards: Vec<Guard>,
+    },
+    /// The search stopped here, and why.
+    Stop(String),
+}
+
+pub struct Reader<'a> {
+    pub code: &'a Code,
+    pub text: &'a SiteText,
+    pub gates: &'a [Gate],
+    /// File → indices of its gates.
+    pub gates_by_file: &'a HashMap<String, Vec<usize>>,
+}
+
+struct Place<'t> {
+    parsed: &'t Parsed,
+    path: &'t str,
+    /// Walking a gate's own value: a helper that returns it is not followed to its calls
+    /// (each call is a gate of its own, with its own verdict).
+    gate: bool,
+}
+
+impl Reader<'_> {
+    /// Where the reads of `key` (found by `hits`, every occurrence of its name) lead.
+    pub fn reads(&self, key: &FlagKey, hits: &[Hit]) -> Vec<Hop> {
+        let reads: Vec<Hit> = hits
+            .iter()
+            .copied()
+            .filter(|hit| self.is_read(key, hit))
+            .collect();
+        if reads.is_empty() {
+            return vec![Hop::Stop(format!(
+                "{} is never read back in the site",
+                key.words()
+            ))];
+        }
+        if reads.len() > MAX_READS {
+            return vec![Hop::Stop(format!(
+                "{} has {} reads in the site, over the budget of {MAX_READS}",
+                key.words(),
+                reads.len()
+            ))];
+        }
+        let mut out = Vec::new();
+        for hit in reads {
+            let file = &self.text.files[hit.file];
+            let Some(parsed) = file.module.as_deref().and_then(|m| self.code.module(m)) else {
+                continue;
+            };
+            let place = Place {
+                parsed: &parsed,
+                path: &file.path,
+                gate: false,
+            };
+            self.read_at(&place, hit.start, hit.end, key, &mut out);
+        }
+        out
+    }
+
+    /// Where the value of a gate (not the condition of a branch) goes: stored, returned.
+    pub fn gate_value(&self, gate: &Gate, parsed: &Parsed, start: usize, end: usize) -> Vec<Hop> {
+        let place = Place {
+            parsed,
+            path: &gate.file,
+            gate: true,
+        };
+        let mut out = Vec::new();
+        let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
+        let Some(tree) = parse_ranges(&parsed.src, &[ranges.around, ranges.after].concat()) else {
+            return out;
+        };
+        let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
+            return out;
+        };
+        while let Some(parent) = node.parent() {
+            if parent.byte_range() != node.byte_range() {
+                break;
+            }
+            node = parent;
+        }
+        self.walk(&place, node, true, false, 0, &mut out);
+        out
+    }
+
+    /// Whether an occurrence of the name is a read of the flag (not a store, a definition, or
+    /// the same name in an unrelated place).
+    fn is_read(&self, key: &FlagKey, hit: &Hit) -> bool {
+        let file = &self.text.files[hit.file];
+        let src = &file.src;
+        let before = hit.start.checked_sub(1).map(|i| src[i]);
+        let rest = &src[hit.end..];
+        let next = rest.iter().position(|b| *b != b' ').map(|i| (i, rest[i]));
+        let stores = match next {
+            Some((i, b'=')) => rest.get(i + 1) != Some(&b'='),
+            _ => false,
+        };
+        match key {
+            FlagKey::Attr(_) => before == Some(b'.') && !stores,
+            FlagKey::Env(_) => {
+                let quoted = matches!(before, Some(b'"' | b'\''))
+                    && src.get(hit.end).copied() == before
+                    && !env_store(rest);
+                quoted || (before == Some(b'.') && !stores)
+            }
+            FlagKey::Func(name) => {
+                let called = matches!(next, Some((_, b'(')));
+                let line_start = memchr::memrchr(b'\n', &src[..hit.start]).map_or(0, |i| i + 1);
+                let lead = src[line_start..hit.start].trim_ascii_start();
+                let definition = lead == b"def " || lead == b"async def ";
+                let defs = self.text.defs(name);
+                let here = defs.iter().all(|(f, _)| *f == defs[0].0);
+                let scope_ok =
+                    here && (defs.is_empty() || defs[0].0 == hit.file) || defs.len() == 1;
+                called && !definition && scope_ok
+            }
+            FlagKey::Global { module, name } => {
+                if before.is_some_and(|b| b == b'.' || is_word_byte(b)) || stores {
+                    return false;
+                }
+                if file.module.as_deref() == Some(module.as_str()) {
+                    return true;
+                }
+                file.module
+                    .as_deref()
+                    .and_then(|m| self.code.module(m))
+                    .is_some_and(|p| {
+                        p.imports().get(name.as_str())
+                            == Some(&(module.clone(), Some(name.clone())))
+                    })
+            }
+        }
+    }
+
+    fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
+        let src = &place.parsed.src;
+        let ranges = enclosing_ranges_with(src, &place.parsed.statements, start, true);
+        let Some(tree) = parse_ranges(src, &[ranges.around, ranges.after].concat()) else {
+            return;
+        };
+        let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
+            return;
+        };
+        if matches!(node.kind(), "comment") {
+            return;
+        }
+        if node.kind() == "string_content" {
+            match node.parent() {
+                Some(string) if matches!(key, FlagKey::Env(_)) => node = string,
+                _ => return,
+            }
+        } else if matches!(key, FlagKey::Env(_)) && node.kind() == "string" {
+        } else if node.kind() != "identifier" {
+            return;
+        }
+        if let Some(parent) = node.parent()
+            && parent.kind() == "attribute"
+            && field_is(parent, "attribute", node)
+        {
+            node = parent;
+        }
+        self.walk(place, node, true, matches!(key, FlagKey::Env(_)), 0, out);
+    }
+
+    /// Follows a value up to what uses it.
+    fn walk(
+        &self,
+        place: &Place,
+        start: Node,
+        positive: bool,
+        env: bool,
+        depth: usize,
+        out: &mut Vec<Hop>,
+    ) {
+        let src = &place.parsed.src;
+        let mut node = start;
+        let mut positive = positive;
+        let line = |n: Node| n.start_position().row + 1;
+        loop {
+            let Some(parent) = node.parent() else {
+                return;
+            };
+            match parent.kind() {
+                "boolean_operator" | "parenthesized_expression" => {}
+                "not_operator" => positive = !positive,
+                "call" if field_is(parent, "function", node) => {}
+                // `envs.X.get()`, `envs.X.value`
+                "attribute"
+                    if field_is(parent, "object", node)
+                        && parent
+                            .child_by_field_name("attribute")
+                            .is_some_and(|a| matches!(text(a, src), "get" | "value")) => {}
+                "argument_list" if env => {
+                    let Some(call) = parent.parent() else { return };
+                    let function = call
+                        .child_by_field_name("function")
+                        .map_or("", |f| text(f, src))
+                        .to_ascii_lowercase();
+                    let first = parent.named_child(0).map(|c| c.id()) == Some(node.id());
+                    if !(first && function.contains("env")) {
+                        out.push(Hop::Stop(format!(
+                            "{}:{} the variable is passed to {function}()",
+                            place.path,
+                            line(parent)
+                        )));
+                        return;
+                    }
+                    node = call;
+                    continue;
+                }
+                "subscript" if env => {}
+                "comparison_operator" if env => {
+                    let words: Vec<String> = (0..parent.named_child_count())
+                        .filter_map(|i| parent.named_child(i as u32))
+                        .filter(|c| c.id() != node.id())
+                        .filter_map(|c| plain_word(c, src))
+                        .collect();
+                    let op = parent
+                        .child_by_field_name("operators")
+                        .map_or("", |o| text(o, src));
+                    let truthy = words.iter().any(|w| {
+                        matches!(w.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+                    });
+                    let falsy = words.iter().any(|w| {
+                        matches!(
+                            w.to_ascii_lowercase().as_str(),
+                            "0" | "false" | "no" | "off"
+                        )
+                    });
+                    let negated_op = matches!(op, "!=" | "not in" | "is not");
+                    match (truthy, falsy) {
+                        (true, false) => positive ^= negated_op,
+                        (false, true) => positive ^= !negated_op,
+                        _ => {
+                            out.push(Hop::Stop(format!(
+                                "{}:{} the variable is compared with a value gatefix does not read as true or false",
+                                place.path,
+                                line(parent)
+                            )));
+                            return;
+                        }
+                    }
+                }
+                "if_statement" | "elif_clause" | "while_statement"
+                    if field_is(parent, "condition", node) =>
+                {
+                    self.branch(place, parent, node, start, positive, out);
+                    return;
+                }
+                "conditional_expression"
+                    if parent.named_child(1).map(|c| c.id()) == Some(node.id()) =>
+                {
+                    let Some(picked) = parent.named_child(if positive { 0 } else { 2 }) else {
+                        return;
+                    };
+                    let mut guards = self.condition_guards(place, node, Some(start));
+                    guards.extend(self.enclosing_guards(place, parent));
+                    self.code_hop(
+                        place,
+                        picked,
+                        format!(
+                            "{}:{} picks this value when it holds",
+                            place.path,
+                            line(parent)
+                        ),
+                        guards,
+                        out,
+                    );
+                    return;
+                }
+                "assignment" if field_is(parent, "right", node) => {
+                    self.assigned(place, parent, positive, env, depth, out);
+                    return;
+                }
+                "return_statement" if place.gate && depth == 0 => {
+                    out.push(Hop::Stop(format!(
+                        "{}:{} a helper returns the gate: its calls are gates of their own",
+                        place.path,
+                        line(parent)
+                    )));
+                    return;
+                }
+                "return_statement" => {
+                    if !positive {
+                        out.push(Hop::Stop(format!(
+                            "{}:{} returns the flag's negation",
+                            place.path,
+                            line(parent)
+                        )));
+                        return;
+                    }
+                    match enclosing_function(parent) {
+                        Some((name, _)) => out.push(Hop::Flag {
+                            key: FlagKey::Func(text(name, src).to_string()),
+                            what: format!(
+                                "{}:{} {}() returns it",
+                                place.path,
+                                line(parent),
+                                text(name, src)
+                            ),
+                            guards: self.enclosing_guards(place, parent),
+                        }),
+                        None => out.push(Hop::Stop(format!(
+                            "{}:{} a return outside a function",
+                            place.path,
+                            line(parent)
+                        ))),
+                    }
+                    return;
+                }
+                kind => {
+                    let why = match kind {
+                        "argument_list" | "keyword_argument" => "passed as an argument",
+                        "assert_statement" => "asserted",
+                        "expression_statement" => "evaluated as a statement",
+                        "comparison_operator" => "compared with a value",
+                        _ => "used in an expression gatefix does not follow",
+                    };
+                    out.push(Hop::Stop(format!(
+                        "{}:{} the value is {why}",
+                        place.path,
+                        line(parent)
+                    )));
+                    return;
+                }
+            }
+            node = parent;
+        }
+    }
+
+    /// The branch an `if`/`elif`/`while` condition guards, by the polarity of the flag in it.
+    fn branch(
+        &self,
+        place: &Place,
+        statement: Node,
+        condition: Node,
+        read: Node,
+        positive: bool,
+        out: &mut Vec<Hop>,
+    ) {
+        let src = &place.parsed.src;
+        let line = statement.start_position().row + 1;
+        let consequence = statement
+            .child_by_field_name("consequence")
+            .or_else(|| statement.child_by_field_name("body"));
+        let Some(consequence) = consequence else {
+            return;
+        };
+        if positive {
+            let mut guards = self.condition_guards(place, condition, Some(read));
+            guards.extend(self.enclosing_guards(place, statement));
+            self.code_hop(
+                place,
+                consequence,
+                format!("{}:{line} its branch runs when it holds", place.path),
+                guards,
+                out,
+            );
+            return;
+        }
+        if !(starts_with_raise(consequence) || starts_with_return(consequence)) {
+            // `if not flag: A else: B`: B runs when it holds.
+            if let Some(alternative) = statement.child_by_field_name("alternative")
+                && alternative.kind() == "else_clause"
+                && let Some(body) = alternative.child_by_field_name("body")
+            {
+                self.code_hop(
+                    place,
+                    body,
+                    format!("{}:{line} its else branch runs when it holds", place.path),
+                    self.enclosing_guards(place, statement),
+                    out,
+                );
+            } else {
+                out.push(Hop::Stop(format!(
+                    "{}:{line} only its negation guards a branch",
+                    place.path
+                )));
+            }
+            return;
+        }
+        // `if not flag: return False`: the code after runs when it holds.
+        let guarded = if statement.kind() == "elif_clause" {
+            statement.parent()
+        } else {
+            Some(statement)
+        };
+        let Some(guarded) = guarded else { return };
+        if let Some(after) = raise_guarded(guarded, src) {
+            let after = Facts {
+                raises: false,
+                ..after
+            };
+            if !(after.calls.is_empty() && after.strings.is_empty() && after.stores.is_empty()) {
+                self.push_code(
+                    place,
+                    after,
+                    format!(
+                        "{}:{line} returns early unless it holds; followed the code after",
+                        place.path
+                    ),
+                    self.enclosing_guards(place, statement),
+                    out,
+                );
+            }
+        }
+        let mut next = guarded.next_named_sibling();
+        while let Some(sibling) = next {
+            if sibling.kind() == "return_statement"
+                && sibling
+                    .named_child(0)
+                    .is_some_and(|v| !matches!(v.kind(), "none" | "false"))
+            {
+                if let Some((name, _)) = enclosing_function(sibling) {
+                    out.push(Hop::Flag {
+                        key: FlagKey::Func(text(name, src).to_string()),
+                        what: format!(
+                            "{}:{line} {}() returns early unless it holds, then returns a value",
+                            place.path,
+                            text(name, src)
+                        ),
+                        guards: self.enclosing_guards(place, statement),
+                    });
+                }
+                break;
+            }
+            next = sibling.next_named_sibling();
+        }
+    }
+
+    fn assigned(
+        &self,
+        place: &Place,
+        assignment: Node,
+        positive: bool,
+        env: bool,
+        depth: usize,
+        out: &mut Vec<Hop>,
+    ) {
+        let src = &place.parsed.src;
+        let line = assignment.start_position().row + 1;
+        let Some(left) = assignment.child_by_field_name("left") else {
+            return;
+        };
+        if !positive {
+            out.push(Hop::Stop(format!(
+                "{}:{line} stores the flag's negation",
+                place.path
+            )));
+            return;
+        }
+        match left.kind() {
+            "attribute" => {
+                let Some(attribute) = left.child_by_field_name("attribute") else {
+                    return;
+                };
+                out.push(Hop::Flag {
+                    key: FlagKey::Attr(text(attribute, src).to_string()),
+                    what: format!("{}:{line} stores it in {}", place.path, text(left, src)),
+                    guards: self.enclosing_guards(place, assignment),
+                });
+            }
+            "identifier" => {
+                let name = text(left, src);
+                match enclosing_function(assignment) {
+                    None => out.push(Hop::Flag {
+                        key: FlagKey::Global {
+                            module: place.parsed.module.clone(),
+                            name: name.to_string(),
+                        },
+                        what: format!("{}:{line} stores it in the global {name}", place.path),
+                        guards: self.enclosing_guards(place, assignment),
+                    }),
+                    Some((_, function)) => {
+                        if depth >= MAX_LOCAL_DEPTH {
+                            out.push(Hop::Stop(format!(
+                                "{}:{line} the local {name} is past {MAX_LOCAL_DEPTH} local hops",
+                                place.path
+                            )));
+                            return;
+                        }
+                        let uses = identifier_uses(function, name, assignment.end_byte(), src);
+                        if uses.is_empty() {
+                            out.push(Hop::Stop(format!(
+                                "{}:{line} the local {name} is not read after",
+                                place.path
+                            )));
+                        }
+                        for used in uses.into_iter().take(MAX_LOCAL_USES) {
+                            let mut found = Vec::new();
+                            self.walk(place, used, true, env, depth + 1, &mut found);
+                            for hop in found {
+                                out.push(prefix(
+                                    hop,
+                                    &format!("{}:{line} stores it in the local {name}", place.path),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => out.push(Hop::Stop(format!(
+                "{}:{line} the value is unpacked into several names",
+                place.path
+            ))),
+        }
+    }
+
+    fn code_hop(
+        &self,
+        place: &Place,
+        node: Node,
+        what: String,
+        guards: Vec<Guard>,
+        out: &mut Vec<Hop>,
+    ) {
+        let found = facts(node, &place.parsed.src);
+        self.push_code(place, found, what, guards, out);
+    }
+
+    fn push_code(
+        &self,
+        place: &Place,
+        mut found: Facts,
+        what: String,
+        guards: Vec<Guard>,
+        out: &mut Vec<Hop>,
+    ) {
+        for store in &mut found.stores {
+            if let FlagKey::Global { module, .. } = &mut store.key
+                && module.is_empty()
+            {
+                *module = place.parsed.module.clone();
+            }
+        }
+        out.push(Hop::Code {
+            module: place.parsed.module.clone(),
+            facts: found,
+            what,
+            guards,
+        });
+    }
+
+    /// The gates inside a condition that the path needs: those joined to the condition's
+    /// root by `and` (and `not`, which flips them), the flag's own read excepted.
+    fn condition_guards(&self, place: &Place, condition: Node, except: Option<Node>) -> Vec<Guard> {
+        let Some(indices) = self.gates_by_file.get(place.path) else {
+            return Vec::new();
+        };
+        let first = condition.start_position().row as u32 + 1;
+        let last = condition.end_position().row as u32 + 1;
+        let mut guards = Vec::new();
+        for &index in indices {
+            let gate = &self.gates[index];
+            if gate.line < first || gate.line > last {
+                continue;
+            }
+            let Some((start, end)) = gate_bytes(&place.parsed.src, gate) else {
+                continue;
+            };
+            if start < condition.start_byte() || end > condition.end_byte() {
+                continue;
+            }
+            if except.is_some_and(|e| e.start_byte() <= start && end <= e.end_byte()) {
+                continue;
+            }
+            let Some(mut node) = condition.descendant_for_byte_range(start, end) else {
+                continue;
+            };
+            while let Some(parent) = node.parent() {
+                if parent.byte_range() != node.byte_range() || node.id() == condition.id() {
+                    break;
+                }
+                node = parent;
+            }
+            if let Some(negated) = conjunct_polarity(node, condition) {
+                guards.push(Guard {
+                    gate: index,
+                    negated,
+                });
+            }
+        }
+        guards
+    }
+
+    /// The gates of the `if` statements whose branch holds `node`.
+    fn enclosing_guards(&self, place: &Place, node: Node) -> Vec<Guard> {
+        let mut guards = Vec::new();
+        let mut child = node;
+        while let Some(parent) = child.parent() {
+            if matches!(parent.kind(), "if_statement" | "elif_clause")
+                && parent
+                    .child_by_field_name("consequence")
+                    .is_some_and(|c| c.id() == child.id())
+                && let Some(condition) = parent.child_by_field_name("condition")
+            {
+                guards.extend(self.condition_guards(place, condition, None));
+            }
+            if parent.kind() == "function_definition" {
+                break;
+            }
+            child = parent;
+        }
+        guards
+    }
+}
+
+/// Prepends a hop's place to what it says.
+fn prefix(hop: Hop, before: &str) -> Hop {
+    match hop {
+        Hop::Code {
+            module,
+            facts,
+            what,
+            guards,
+        } => Hop::Code {
+            module,
+            facts,
+            what: format!("{before} -> {what}"),
+            guards,
+        },
+        Hop::Flag { key, what, guards } => Hop::Flag {
+            key,
+            what: format!("{before} -> {what}"),
+            guards,
+        },
+        Hop::Stop(why) => Hop::Stop(why),
+    }
+}
+
+/// `os.environ["X"] = ...` after the name: a store, not a read.
+fn env_store(rest: &[u8]) -> bool {
+    let rest = rest.get(1..).unwrap_or(&[]).trim_ascii_start();
+    let Some(rest) = rest.strip_prefix(b"]") else {
+        return false;
+    };
+    let rest = rest.trim_ascii_start();
+    rest.starts_with(b"=") && !rest.starts_with(b"==")
+}
+
+fn field_is(parent: Node, field: &str, node: Node) -> bool {
+    parent
+        .child_by_field_name(field)
+        .is_some_and(|c| c.id() == node.id())
+}
+
+fn starts_with_return(branch: Node) -> bool {
+    let mut cursor = branch.walk();
+    branch
+        .named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")
+        .is_some_and(|n| n.kind() == "return_statement")
+}
+
+/// The name and node of the function around a node.
+fn enclosing_function(node: Node) -> Option<(Node, Node)> {
+    let mut up = node.parent();
+    while let Some(n) = up {
+        match n.kind() {
+            "function_definition" => return Some((n.child_by_field_name("name")?, n)),
+            "class_definition" | "lambda" => return None,
+            _ => up = n.parent(),
+        }
+    }
+    None
+}
+
+/// Identifiers named `name` in a function after `from` (uses of a local).
+fn identifier_uses<'t>(function: Node<'t>, name: &str, from: usize, src: &[u8]) -> Vec<Node<'t>> {
+    let mut uses = Vec::new();
+    let mut stack = vec![function];
+    while let Some(n) = stack.pop() {
+        if n.end_byte() <= from {
+            continue;
+        }
+        if n.kind() == "identifier" && n.start_byte() >= from && text(n, src) == name {
+            let is_store = n
+                .parent()
+                .is_some_and(|p| p.kind() == "assignment" && field_is(p, "left", n));
+            let is_attribute = n
+                .parent()
+                .is_some_and(|p| p.kind() == "attribute" && field_is(p, "attribute", n));
+            let is_keyword = n
+                .parent()
+                .is_some_and(|p| p.kind() == "keyword_argument" && field_is(p, "name", n));
+            if !is_store && !is_attribute && !is_keyword {
+                uses.push(n);
+            }
+            continue;
+        }
+        if matches!(
+            n.kind(),
+            "function_definition" | "class_definition" | "lambda"
+        ) && n.id() != function.id()
+        {
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    uses.sort_by_key(|n| n.start_byte());
+    uses
+}
+
+/// Whether `node` is joined to `root` through `and`, parentheses and `not` only; `Some(true)`
+/// when an odd number of `not`s flip it.
+fn conjunct_polarity(node: Node, root: Node) -> Option<bool> {
+    let mut negated = false;
+    let mut current = node;
+    while current.id() != root.id() {
+        let parent = current.parent()?;
+        match parent.kind() {
+            "parenthesized_expression" => {}
+            "not_operator" => negated = !negated,
+            "boolean_operator" => {
+                let op = parent.child_by_field_name("operator")?;
+                if op.kind() != "and" {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        current = parent;
+    }
+    Some(negated)
+}
+
+/// The byte range of a gate (1-based line and character column) in its file.
+pub fn gate_bytes(src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
+    let at = |line: u32, column: u32| -> Option<usize> {
+        let mut start = 0usize;
+        for _ in 1..line {
+            start += memchr::memchr(b'\n', &src[start..])? + 1;
+        }
+        let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
+        let line_text = String::from_utf8_lossy(&src[start..line_end]);
+        let offset: usize = line_text
+            .chars()
+            .take(column.saturating_sub(1) as usize)
+            .map(char::len_utf8)
+            .sum();
+        Some(start + offset)
+    };
+    Some((
+        at(gate.line, gate.column)?,
+        at(gate.end_line, gate.end_column)?,
+    ))
+}

@@ -1,0 +1,140 @@
+//! Verdicts on pinned real wheels (issue 15): the flag-flow trap of the original story, and the
+//! share of decided verdicts with the stop reasons of the rest. `#[ignore]`d in a plain
+//! `cargo test`; `.ci/run` runs them with `--ignored` after `ci/fetch-wheels.sh`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::fixture::wheel_site;
+use serde_json::Value;
+
+fn audit(site: &Path) -> Value {
+    let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
+    for arg in [
+        "--target",
+        "sm_120",
+        "--cuda",
+        "12.8",
+        "--format",
+        "json",
+        "--fail-on",
+        "none",
+    ] {
+        args.push(arg.into());
+    }
+    common::gatefix_json(args)
+}
+
+/// The gate of `file` whose text is `text`, inside `function`.
+fn gate<'a>(doc: &'a Value, file: &str, function: &str, text: &str) -> &'a Value {
+    let found: Vec<&Value> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == file && g["function"] == function && g["text"] == text)
+        .collect();
+    assert!(!found.is_empty(), "no gate {file} {function} {text}");
+    found[0]
+}
+
+fn evidence(gate: &Value) -> Vec<String> {
+    gate["evidence"]["sm_120"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// sglang 0.5.5's GptOss adjustment turns the allreduce fusion on for every Blackwell-class
+/// GPU (`is_blackwell_supported()` admits major 12 there); the flag is read in the layer
+/// communicator and, through the models' `_sglang_needs_allreduce_fusion`, runs flashinfer's
+/// trtllm allreduce fusion, whose JIT list in flashinfer 0.5.0 is [9, 10]: a trap at sm_120.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072() {
+    let old = audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path());
+    let site_gate = gate(
+        &old,
+        "sglang/srt/server_args.py",
+        "ServerArgs._handle_model_specific_adjustments",
+        "is_blackwell_supported()",
+    );
+    assert_eq!(site_gate["line"], 966);
+    assert_eq!(site_gate["verdict"]["sm_120"], "trap", "{site_gate:#?}");
+    let chain = evidence(site_gate);
+    for hop in [
+        "sglang/srt/server_args.py:968 stores the flag",
+        "sets attribute .enable_flashinfer_allreduce_fusion",
+        "sets attribute ._sglang_needs_allreduce_fusion",
+        "calls flashinfer.jit.comm:gen_trtllm_comm_module",
+        "needs JIT generator flashinfer.jit.comm:gen_trtllm_comm_module: MISSING at sm_120",
+    ] {
+        assert!(chain.iter().any(|e| e == hop), "{hop}: {chain:#?}");
+    }
+    assert_eq!(
+        chain.last().unwrap(),
+        "flashinfer/jit/comm.py:60 supported_major_versions=[9, 10]"
+    );
+
+    let new = audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-py"]).path());
+    let site_gate = gate(
+        &new,
+        "sglang/srt/server_args.py",
+        "ServerArgs._handle_model_specific_adjustments",
+        "is_blackwell_supported()",
+    );
+    assert_eq!(site_gate["line"], 966);
+    assert_eq!(site_gate["verdict"]["sm_120"], "open", "{site_gate:#?}");
+    assert!(
+        evidence(site_gate)
+            .iter()
+            .any(|e| e == "flashinfer/jit/comm.py:197 supported_major_versions=[9, 10, 12]")
+    );
+}
+
+/// Counts per verdict and per stop reason of the gates whose admission is yes or no; prints
+/// them, and returns (decided, yes-or-no).
+fn counts(name: &str, doc: &Value) -> (usize, usize) {
+    let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut stops: BTreeMap<String, usize> = BTreeMap::new();
+    let mut decided = 0;
+    let mut admitted = 0;
+    for g in doc["gates"].as_array().unwrap() {
+        let admits = g["admits"]["sm_120"].as_str().unwrap();
+        if admits != "yes" && admits != "no" {
+            continue;
+        }
+        admitted += 1;
+        let verdict = g["verdict"]["sm_120"].as_str().unwrap().to_string();
+        if verdict != "unverified" {
+            decided += 1;
+        } else {
+            let stop = evidence(g)
+                .iter()
+                .find_map(|e| e.strip_prefix("stop: ").map(str::to_string))
+                .unwrap_or_else(|| "linked-but-unknown".into());
+            *stops.entry(stop).or_default() += 1;
+        }
+        *verdicts.entry(verdict).or_default() += 1;
+    }
+    eprintln!(
+        "{name}: {decided} of {admitted} yes/no gates decided; verdicts {verdicts:?}; stops {stops:?}"
+    );
+    (decided, admitted)
+}
+
+/// Not yet at the issue's 50% (see notes/issue-15.md): the counts are printed, and the test
+/// holds the share reached so far so that it cannot silently fall back.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn decided_share_and_stop_reasons_at_sm120() {
+    let sglang = audit(wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-py"]).path());
+    let (decided, admitted) = counts("sglang 0.5.23 + flashinfer 0.7.2", &sglang);
+    assert!(decided * 100 >= admitted * 7, "{decided}/{admitted}");
+    let vllm = audit(wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]).path());
+    let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1", &vllm);
+    assert!(decided * 100 >= admitted * 6, "{decided}/{admitted}");
+}
