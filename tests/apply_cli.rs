@@ -958,3 +958,50 @@ fn verify_failing_crashing_or_timing_out_reverts_at_once() {
         }
     }
 }
+
+#[test]
+fn status_names_patches_undone_by_a_reinstall_and_apply_reapplies_them() {
+    let (_guard, root) = venv_copy("fusion");
+    let original = std::fs::read(site_file(&root, COMMUNICATOR)).unwrap();
+    assert_eq!(apply(&root, &[]).status.code(), Some(0));
+    // pip puts the file back as the wheel has it.
+    std::fs::write(site_file(&root, COMMUNICATOR), &original).unwrap();
+    let out = command("status", &root, &[]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("UNDONE BY A REINSTALL: sglang/srt/layers/communicator.py (transaction 1) is back at its original bytes; `gatefix apply` re-applies sglang-ar-fusion-communicator\n"),
+        "{text}"
+    );
+    assert!(!text.contains("DRIFT"), "{text}");
+    let json = common::gatefix_json([
+        "status".to_string(),
+        "--venv".into(),
+        root.display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    assert_eq!(
+        json["undone_by_reinstall"][0]["patches"],
+        serde_json::json!(["sglang-ar-fusion-communicator"])
+    );
+    let out = apply(&root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("applied as transaction 2: 1 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+    let text = stdout(&command("status", &root, &[]));
+    assert!(!text.contains("UNDONE"), "{text}");
+    assert!(
+        std::fs::read_to_string(site_file(&root, COMMUNICATOR))
+            .unwrap()
+            .contains("or is_sm120_supported())")
+    );
+    let out = command("revert", &root, &["--all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(site_file(&root, COMMUNICATOR)).unwrap(),
+        original
+    );
+}

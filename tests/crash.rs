@@ -177,3 +177,59 @@ fn recovery_itself_can_be_killed_and_resumed() {
         revert_to_original(&root, &original, &format!("recovery killed at {at}"));
     }
 }
+
+/// The id of the synth fixture's helper-call gate (one gate per synthesized form).
+fn synth_helper_gate(root: &Path) -> String {
+    let doc = common::gatefix_json([
+        "audit".to_string(),
+        root.join(common::fixture::FUSION_SITE)
+            .display()
+            .to_string(),
+        "--format".into(),
+        "json".into(),
+        "--fail-on".into(),
+        "none".into(),
+    ]);
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["function"] == "helper_call")
+        .map(|g| g["id"].as_str().unwrap().to_string())
+        .expect("the fixture's helper_call gate")
+}
+
+/// A synthesized fix whose `--verify` fails: apply, the verify run and the automatic revert
+/// are killed at every fault point; the site is always whole and `gatefix revert` always
+/// brings it back byte for byte.
+#[test]
+fn synthesized_edits_and_the_verify_revert_are_recoverable_at_every_kill_point() {
+    let (_g, root) = venv_copy("synth");
+    let original = hash_tree(&root);
+    let gate = synth_helper_gate(&root);
+    let verb = ["apply", "sm_120", "--unsafe-fixes", "--gate", gate.as_str()];
+    let out = gatefix(&verb, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let patched = hash_tree(&root);
+    assert_ne!(patched, original);
+    revert_to_original(&root, &original, "plain synthesized apply");
+
+    let mut failing = verb.to_vec();
+    failing.extend(["--verify", "echo no good; exit 1"]);
+    let out = gatefix(&failing, &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        hash_tree(&root),
+        original,
+        "verify failed: reverted at once"
+    );
+    let total = points(&out);
+    assert!(total >= 20, "only {total} fault points");
+    for at in 1..=total {
+        let (_g, root) = venv_copy("synth");
+        let out = gatefix(&failing, &root, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        assert!(killed(&out), "point {at} did not kill: {}", stderr(&out));
+        assert_whole_files(&hash_tree(&root), &original, &patched, at);
+        revert_to_original(&root, &original, &format!("verify-revert killed at {at}"));
+    }
+}

@@ -190,3 +190,176 @@ fn sglang_0523_opens_the_three_fusion_gates_together_and_keeps_mnnvl_closed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(hash_tree(site.path()), before);
 }
+
+// ----- Fixes synthesized from the audit, on real wheels -----------------------------------
+
+fn audit_at(site: &Path, targets: &[&str]) -> Value {
+    let mut args = vec![
+        "audit".to_string(),
+        site.display().to_string(),
+        "--cuda".into(),
+        "12.8".into(),
+        "--format".into(),
+        "json".into(),
+        "--fail-on".into(),
+        "none".into(),
+    ];
+    for t in targets {
+        args.push("--target".into());
+        args.push(t.to_string());
+    }
+    common::gatefix_json(args)
+}
+
+/// Every gate in order with its admission at sm_90, sm_100 and sm_103.
+fn other_targets(doc: &Value) -> Vec<(String, String, Vec<String>)> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["function"].as_str().unwrap_or("").to_string(),
+                ["sm_90", "sm_100", "sm_103"]
+                    .iter()
+                    .map(|t| g["admits"][t].as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// `apply sm_120 --unsafe-fixes EXTRA...`: every synthesized fix re-parses, each targeted gate
+/// is open (or, closed, a wall) at sm_120 in a fresh audit, every gate keeps its admission at
+/// sm_90/sm_100/sm_103, and revert is byte-identical. Returns how many fixes were applied.
+fn synthesized_round_trip(site: &Path, extra: &[&str]) -> usize {
+    let targets = ["sm_90", "sm_100", "sm_103", "sm_120"];
+    let before = hash_tree(site);
+    let audit_before = audit_at(site, &targets);
+    let mut args = vec!["--unsafe-fixes", "--cuda", "12.8"];
+    args.extend(extra);
+    let out = apply(site, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    // "  unsafe  synthesized from gate <id> (open|close)"
+    let fixed: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("unsafe  synthesized from gate "))
+        .map(|rest| {
+            let (id, mode) = rest.split_once(' ').unwrap();
+            (id.to_string(), mode.trim_matches(['(', ')']).to_string())
+        })
+        .collect();
+    if fixed.is_empty() && !text.contains("applied as transaction") {
+        assert_eq!(hash_tree(site), before);
+        return 0;
+    }
+    let audit_after = audit_at(site, &targets);
+    for warning in audit_after["warnings"].as_array().unwrap() {
+        let file = warning["file"].as_str().unwrap();
+        let old = audit_before["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["file"] == file);
+        assert!(old, "a fix broke {file}: {warning}");
+    }
+    let gates_before = audit_before["gates"].as_array().unwrap();
+    let gates_after = audit_after["gates"].as_array().unwrap();
+    for (id, mode) in &fixed {
+        let old = gates_before
+            .iter()
+            .find(|g| g["id"] == id.as_str())
+            .unwrap();
+        let new_ids: Vec<&Value> = gates_after
+            .iter()
+            .filter(|g| {
+                g["file"] == old["file"]
+                    && g["function"] == old["function"]
+                    && !gates_before.iter().any(|b| b["id"] == g["id"])
+            })
+            .collect();
+        let want = if mode == "open" { "open" } else { "wall" };
+        assert!(
+            new_ids.iter().any(|g| g["verdict"]["sm_120"] == want),
+            "gate {id} ({mode}) is not {want} at sm_120 after the fix: {new_ids:?}"
+        );
+    }
+    assert_eq!(other_targets(&audit_before), other_targets(&audit_after));
+    let out = revert(site);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site), before, "revert is byte-identical");
+    fixed.len()
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0523_synthesized_opportunities_open_and_nothing_else_moves() {
+    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let fixed = synthesized_round_trip(site.path(), &["--all-opportunities"]);
+    // 13 opportunities today: 3 are the curated add-norm patch's, 5 get a fix, 5 have none
+    // (an arch part spelled the same elsewhere in its function, a function-local flag).
+    assert!(fixed >= 1, "the mechanism is exercised");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn vllm_0330_synthesized_fixes_and_the_closed_trap() {
+    let site = wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]);
+    // No opportunity at sm_120 today: nothing is written, exit 0.
+    synthesized_round_trip(site.path(), &["--all-opportunities"]);
+    // The mnnvl branch of flashinfer_all_reduce.py admits sm_120 (has_device_capability(100))
+    // over a JIT list of [9, 10]: closed with the package's own family predicate.
+    let fixed = synthesized_round_trip(site.path(), &["--all-opportunities", "--close-traps"]);
+    assert!(fixed >= 1, "the trap is closed");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0510_fusion_is_refused_over_its_flashinfer_and_opens_over_072() {
+    let communicator = "sglang/srt/layers/communicator.py";
+    // sglang 0.5.10 with the flashinfer it pinned: the trtllm comm JIT list is [9, 10].
+    let site = wheel_site(&["sglang-0.5.10-", "flashinfer_python-0.6.7.post2-"]);
+    let before = hash_tree(site.path());
+    let out = apply(
+        site.path(),
+        &["--patch", "sglang-ar-fusion-communicator-0510"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = comm_list_line(site.path());
+    assert!(
+        text.contains("sglang-ar-fusion-communicator-0510 (sglang 0.5.10): REFUSED"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "found: flashinfer/jit/comm.py:{line} supported_major_versions=[9, 10]"
+        )),
+        "{text}"
+    );
+    assert_eq!(hash_tree(site.path()), before);
+
+    // The same sglang over flashinfer 0.7.2 ([9, 10, 12]): applied, opened, reverted.
+    let site = wheel_site(&["sglang-0.5.10-", "flashinfer_python-0.7.2-"]);
+    let before = hash_tree(site.path());
+    let out = apply(site.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("applied as transaction 1: 1 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+    // The audit does not report this returned condition as a gate today (it is neither an
+    // `if` test nor a helper's body), so the edit is checked in the file itself.
+    let patched = std::fs::read_to_string(site.path().join(communicator)).unwrap();
+    assert!(
+        patched.contains("(_is_sm90_supported or _is_sm100_supported or is_sm120_supported())"),
+        "{patched}"
+    );
+    assert!(patched.contains("\nfrom sglang.srt.utils import is_sm120_supported\n"));
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site.path()), before);
+}

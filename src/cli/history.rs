@@ -153,6 +153,9 @@ struct Status {
     applied: Vec<Record>,
     unverified: Vec<String>,
     drifted: Vec<Drift>,
+    /// Files of transactions in effect that are back at their bytes before the transaction
+    /// (pip put them back): `gatefix apply` re-applies those patches as a new transaction.
+    undone_by_reinstall: Vec<Undone>,
     leftover_temp_files: Vec<String>,
     /// Objects the transactions in effect need (or, with --fsck, any object) that cannot be
     /// read back or do not match their id.
@@ -253,6 +256,7 @@ fn empty_status(root: &std::path::Path, dir: &std::path::Path) -> Status {
         applied: Vec::new(),
         unverified: Vec::new(),
         drifted: Vec::new(),
+        undone_by_reinstall: Vec::new(),
         leftover_temp_files: Vec::new(),
         damaged: Vec::new(),
         site_files: Vec::new(),
@@ -379,10 +383,46 @@ fn needed_objects(ledger: &Ledger, history: &History, damaged: &mut Vec<String>)
     }
 }
 
+#[derive(Serialize)]
+struct Undone {
+    file: String,
+    txn: u32,
+    patches: Vec<String>,
+}
+
+/// The patches of a transaction that edit a file: those of the shipped set that name it, or
+/// (a synthesized fix, a patch from --patches) every patch of the transaction.
+fn patches_of(record: &Record, file: &str) -> Vec<String> {
+    let shipped = crate::patch::PatchSet::load(None).unwrap_or_default();
+    let named: Vec<String> = record
+        .patches
+        .iter()
+        .filter(|p| {
+            shipped
+                .get(&p.id)
+                .is_some_and(|patch| patch.files().contains(&file))
+        })
+        .map(|p| p.id.clone())
+        .collect();
+    if named.is_empty() {
+        record.patches.iter().map(|p| p.id.clone()).collect()
+    } else {
+        named
+    }
+}
+
+/// The bytes a file had before a transaction (its begin commit's tree).
+fn pre_image(ledger: &Ledger, history: &History, txn: u32, file: &str) -> Option<Vec<u8>> {
+    let begin = history.record(txn, Phase::Begin)?;
+    let commit = ledger.repo.find_commit(begin.oid).ok()?;
+    ledger.blob(&commit, file).ok().flatten()
+}
+
 fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
     let head = ledger.head()?;
     let applied: Vec<Record> = history.active_applies().into_iter().cloned().collect();
     let mut drifted = Vec::new();
+    let mut undone = Vec::new();
     let mut leftover = Vec::new();
     let mut damaged = Vec::new();
     needed_objects(ledger, history, &mut damaged);
@@ -394,7 +434,20 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
                     let current = std::fs::read(&path).ok();
                     match ledger.blob(head, file) {
                         Ok(last) => {
-                            (current != last).then(|| "changed since gatefix wrote it".to_string())
+                            if current != last
+                                && current.is_some()
+                                && pre_image(ledger, history, record.txn, file) == current
+                            {
+                                undone.push(Undone {
+                                    file: file.clone(),
+                                    txn: record.txn,
+                                    patches: patches_of(record, file),
+                                });
+                                None
+                            } else {
+                                (current != last)
+                                    .then(|| "changed since gatefix wrote it".to_string())
+                            }
                         }
                         Err(e) => {
                             damaged.push(format!(
@@ -438,6 +491,7 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
         ledger: ledger.dir.display().to_string(),
         interrupted: history.interrupted().cloned(),
         applied,
+        undone_by_reinstall: undone,
         unverified,
         drifted,
         leftover_temp_files: leftover,
@@ -479,6 +533,15 @@ fn human_status(status: &Status) -> String {
         let _ = writeln!(
             out,
             "UNVERIFIED: {p} was applied without a kernel proven for its target"
+        );
+    }
+    for u in &status.undone_by_reinstall {
+        let _ = writeln!(
+            out,
+            "UNDONE BY A REINSTALL: {} (transaction {}) is back at its original bytes; `gatefix apply` re-applies {}",
+            u.file,
+            u.txn,
+            u.patches.join(", ")
         );
     }
     for d in &status.drifted {

@@ -29,6 +29,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../patches/sglang-ar-fusion-auto-enable-deepseek.toml"),
     ),
     (
+        "patches/sglang-ar-fusion-communicator-0510.toml",
+        include_str!("../../patches/sglang-ar-fusion-communicator-0510.toml"),
+    ),
+    (
         "patches/sglang-ar-fusion-add-norm.toml",
         include_str!("../../patches/sglang-ar-fusion-add-norm.toml"),
     ),

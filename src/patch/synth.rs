@@ -977,6 +977,93 @@ mod tests {
         assert!(renumbered("is_sm120_supported()", t).is_empty());
     }
 
+    fn gate(id: &str, line: u32, function: &str, majors: &[i64]) -> Gate {
+        use crate::gate::ir::CmpOp;
+        use crate::gate::predicate::{Atom, Form, Rhs};
+        Gate {
+            id: id.into(),
+            dist: Some("pkg".into()),
+            dist_version: Some("1.0".into()),
+            file: "pkg/m.py".into(),
+            line,
+            column: 8,
+            end_line: line,
+            end_column: 20,
+            function: Some(function.into()),
+            form: Form::CapabilityMembership,
+            text: format!("major in {majors:?}"),
+            predicate: Pred::atom(
+                Atom::Dev {
+                    var: DevVar::Major,
+                    op: CmpOp::In,
+                    rhs: Rhs::Ints(majors.to_vec()),
+                },
+                Form::CapabilityMembership,
+            ),
+            guards_branch: true,
+            assumes: None,
+        }
+    }
+
+    fn scan(gates: Vec<Gate>) -> ScanResult {
+        ScanResult {
+            gates,
+            modules: Vec::new(),
+            warnings: Vec::new(),
+            stats: Default::default(),
+        }
+    }
+
+    /// The re-resolution check refuses an edit that changes another gate, or the edited gate
+    /// at a target outside the family; it accepts the target's family moving together.
+    #[test]
+    fn verify_refuses_other_gates_and_other_targets() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = Site::open(dir.path()).unwrap();
+        let rules = Rules::load(None).unwrap();
+        let edited = gate("e1", 3, "f", &[9, 10]);
+        let other = gate("o1", 9, "g", &[10]);
+        let base = scan(vec![edited.clone(), other.clone()]);
+        let input = Input {
+            site: &site,
+            rules: &rules,
+            target: Arch::new(12, 0),
+            cuda: None,
+            scan: &base,
+        };
+        let baseline = profiles(&base.gates, None);
+        let check =
+            |after: Vec<Gate>| verify(&baseline, &scan(after), &[(&edited, Mode::Open)], &input);
+
+        // Right: the edited gate (a new id) admits 12.x, nothing else moves.
+        assert!(check(vec![gate("e2", 3, "f", &[9, 10, 12]), other.clone()]).is_ok());
+        // Another gate changes with it.
+        let why = check(vec![
+            gate("e2", 3, "f", &[9, 10, 12]),
+            gate("o1", 9, "g", &[10, 12]),
+        ])
+        .unwrap_err();
+        assert!(
+            why.contains("pkg/m.py:9") && why.contains("would change"),
+            "{why}"
+        );
+        // The edited gate also opens sm_110, outside the target's family.
+        let why = check(vec![gate("e2", 3, "f", &[9, 10, 11, 12]), other.clone()]).unwrap_err();
+        assert!(why.contains("sm_110"), "{why}");
+        // It does not open the target at all.
+        let why = check(vec![gate("e2", 3, "f", &[9, 10, 13]), other.clone()]).unwrap_err();
+        assert!(why.contains("sm_120"), "{why}");
+        // Another gate disappears, or one appears.
+        assert!(check(vec![gate("e2", 3, "f", &[9, 10, 12])]).is_err());
+        let why = check(vec![
+            gate("e2", 3, "f", &[9, 10, 12]),
+            other.clone(),
+            gate("n1", 20, "h", &[9]),
+        ])
+        .unwrap_err();
+        assert!(why.contains("add a gate"), "{why}");
+    }
+
     #[test]
     fn byte_offsets_of_characters() {
         let src = "a\nxé = 1\n".as_bytes();
