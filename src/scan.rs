@@ -285,10 +285,14 @@ pub fn scan_overlay(
         })
         .collect();
 
-    let resolver = Resolver::new(&index, rules, resolve.clone());
+    // One resolver, and so one set of memo tables, per module: its sites are resolved in
+    // order on one thread, so what a site sees cached never depends on how other modules were
+    // scheduled. A shared cache made the audit depend on thread timing, because a value cut
+    // short (depth, budget, cycle) for one site differs from the same value reached fresh.
     let mut gates: Vec<Gate> = lowered
         .par_iter()
         .flat_map_iter(|(file, module, _)| {
+            let resolver = Resolver::new(&index, rules, resolve.clone());
             resolve_module(&resolver, module)
                 .into_iter()
                 .map(|resolved| {
@@ -338,7 +342,6 @@ pub fn scan_overlay(
     assign_ids(&mut gates);
     // Freeing every module the resolution lowered takes tens of milliseconds on a big site,
     // all on one core after the parallel work: hand it to a thread nobody waits for.
-    drop(resolver);
     std::thread::spawn(move || drop(index));
 
     let stats = Stats {

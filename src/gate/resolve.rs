@@ -121,6 +121,12 @@ thread_local! {
     static IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
         std::cell::RefCell::new(std::collections::HashSet::new());
     static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// How many answers so far depended on where the resolver stood rather than on the code
+    /// (a depth limit, the step budget, a cycle cut, a join limit). A value computed while
+    /// this moved is not memoised: the caches are shared between threads, and a cut value
+    /// cached by one site would leak into another site that could have resolved it, making
+    /// the audit depend on thread scheduling.
+    static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// The parameters assumed (by a `[[parameter]]` rule) to be the device's value while
     /// resolving the current site.
     static ASSUMED: std::cell::RefCell<std::collections::BTreeSet<String>> =
@@ -201,14 +207,23 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
     Val::Choice(merged)
 }
 
-fn budget_exhausted() -> bool {
-    STEPS.with(|steps| steps.get() > STEP_BUDGET)
+fn cuts() -> u64 {
+    CUTS.with(|cuts| cuts.get())
+}
+
+/// Records that the answer being built depends on the resolver's position (see `CUTS`).
+fn cut() {
+    CUTS.with(|cuts| cuts.set(cuts.get() + 1));
 }
 
 fn take_step() -> bool {
     STEPS.with(|steps| {
         steps.set(steps.get() + 1);
-        steps.get() <= STEP_BUDGET
+        let ok = steps.get() <= STEP_BUDGET;
+        if !ok {
+            cut();
+        }
+        ok
     })
 }
 
@@ -234,6 +249,7 @@ impl<'a> Resolver<'a> {
 
     pub fn eval(&self, expr: &Expr, scope: Scope, depth: u32) -> Val {
         if depth > MAX_DEPTH {
+            cut();
             return Val::Unknown(format!(
                 "resolving `{expr}` goes deeper than {MAX_DEPTH} steps"
             ));
@@ -441,6 +457,7 @@ impl<'a> Resolver<'a> {
                 return Some(value);
             };
             if joins >= MAX_CHOICE_ARMS {
+                cut();
                 return Some(value);
             }
             let key = (
@@ -453,6 +470,7 @@ impl<'a> Resolver<'a> {
             if let Some(val) = self.joins.lock().expect("no poisoned lock").get(&key) {
                 return Some(val.clone());
             }
+            let cuts_before = cuts();
             // The binding runs only where the arms between the read's arm and its own hold.
             let guard = self.arm_guard(module, function, arm, branch, depth);
             let before = self
@@ -468,7 +486,7 @@ impl<'a> Resolver<'a> {
                 .or_else(|| self.outer_value(name, module, function, depth))
                 .unwrap_or_else(|| Val::Free(name.to_string()));
             let joined = choice(vec![(guard.clone(), value), (guard.negate(), before)]);
-            if !budget_exhausted() {
+            if cuts() == cuts_before {
                 self.joins
                     .lock()
                     .expect("no poisoned lock")
@@ -493,6 +511,7 @@ impl<'a> Resolver<'a> {
     ) -> Option<Val> {
         let parent = module.functions[function].parent?;
         if depth > MAX_DEPTH {
+            cut();
             return None;
         }
         self.local_in(name, module, parent, usize::MAX, None, depth + 1, 0)
@@ -547,6 +566,9 @@ impl<'a> Resolver<'a> {
         let arg_index = position - usize::from(has_receiver);
         let key = (std::sync::Arc::as_ptr(module) as usize, function, position);
         let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
+        if !fresh {
+            cut();
+        }
         if fresh {
             let from_callers = self.callers_pass(module, bare, arg_index, &param.name, depth);
             PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
@@ -587,6 +609,7 @@ impl<'a> Resolver<'a> {
     ) -> Option<Val> {
         let calls = module.calls.get(callee)?;
         if depth > MAX_DEPTH {
+            cut();
             return None;
         }
         let mut found: Vec<Val> = Vec::new();
@@ -646,6 +669,7 @@ impl<'a> Resolver<'a> {
             return val.clone();
         }
         let before = assumed_now();
+        let cuts_before = cuts();
         let inner = Scope {
             module,
             locals: Locals::Site {
@@ -655,7 +679,7 @@ impl<'a> Resolver<'a> {
             },
         };
         let val = self.eval(&assign.value, inner, depth + 1);
-        if !budget_exhausted() {
+        if cuts() == cuts_before {
             let assumed: Vec<String> = assumed_now()
                 .into_iter()
                 .filter(|n| !before.contains(n))
@@ -678,11 +702,13 @@ impl<'a> Resolver<'a> {
         // until the depth limit; say so instead.
         let fresh = IN_PROGRESS.with(|set| set.borrow_mut().insert(key.clone()));
         if !fresh {
+            cut();
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
+        let cuts_before = cuts();
         let val = self.global_uncached(module, name, depth);
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-        if !budget_exhausted() {
+        if cuts() == cuts_before {
             self.globals
                 .lock()
                 .expect("no poisoned lock")
@@ -693,6 +719,7 @@ impl<'a> Resolver<'a> {
 
     fn global_uncached(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
         if depth > MAX_DEPTH {
+            cut();
             return Some(Val::Unknown(format!(
                 "`{module}.{name}` is too deep to resolve"
             )));
@@ -882,6 +909,7 @@ impl<'a> Resolver<'a> {
     /// on the device is the one the attribute holds once set up; else the last.
     fn class_attr(&self, class: &FuncRef, name: &str, depth: u32) -> Option<Val> {
         if depth > MAX_DEPTH {
+            cut();
             return None;
         }
         let mut ir = self.index.get(&class.module)?;
@@ -937,6 +965,7 @@ impl<'a> Resolver<'a> {
     /// missing (a base class with no arch token of its own).
     fn find_method(&self, class: &FuncRef, name: &str, depth: u32) -> Option<FuncRef> {
         if depth > MAX_DEPTH {
+            cut();
             return None;
         }
         let mut ir = self.index.get(&class.module)?;
@@ -1164,6 +1193,7 @@ impl<'a> Resolver<'a> {
         if let Some(val) = self.calls.lock().expect("no poisoned lock").get(&memo_key) {
             return val.clone();
         }
+        let cuts_before = cuts();
         let mut env = HashMap::new();
         for (i, param) in function.params.iter().enumerate() {
             let value = args
@@ -1202,7 +1232,7 @@ impl<'a> Resolver<'a> {
             returns.push((falls_through, Val::NoneV));
         }
         let val = relabel(combine_returns(returns, func), Form::HelperCall);
-        if !budget_exhausted() {
+        if cuts() == cuts_before {
             self.calls
                 .lock()
                 .expect("no poisoned lock")
