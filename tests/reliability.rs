@@ -469,3 +469,187 @@ fn status_all_compares_every_installed_file_and_sees_a_reinstall() {
         "{text}"
     );
 }
+
+/// Files a transaction might leave beside a site file.
+fn temp_files(root: &Path) -> Vec<String> {
+    hash_tree(root)
+        .into_keys()
+        .filter(|f| f.contains(".gatefix-") && f.ends_with(".tmp"))
+        .collect()
+}
+
+fn write_points(output: &Output) -> usize {
+    stderr(output)
+        .lines()
+        .find_map(|l| l.strip_prefix("gatefix: write points reached: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no write count in {}", stderr(output)))
+}
+
+fn verb_env(name: &str, root: &Path, env: &[(&str, &str)]) -> Output {
+    let mut args = vec![name.to_string()];
+    if name == "apply" {
+        args.push("sm_120".into());
+    }
+    args.extend(venv_args(root));
+    gatefix_timed(&args, env)
+}
+
+/// A full disk at every write of an apply and of a revert (simulated `ENOSPC`): no temp file
+/// is left, every file is whole, the site is unchanged or the message names `gatefix revert`,
+/// and that command restores it byte for byte.
+#[test]
+fn a_full_disk_at_any_write_leaves_no_temp_file_and_names_the_way_out() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let out = verb_env("apply", &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0));
+    let apply_writes = write_points(&out);
+    let patched = hash_tree(&root);
+    let out = verb_env("revert", &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    let revert_writes = write_points(&out);
+    assert!(apply_writes >= 8, "{apply_writes} write points");
+
+    let mut interrupted = 0;
+    for (phase, count) in [("apply", apply_writes), ("revert", revert_writes)] {
+        for at in 1..=count {
+            let (_g, root) = venv_copy("fusion");
+            if phase == "revert" {
+                assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+            }
+            let before = hash_tree(&root);
+            let n = at.to_string();
+            let out = verb_env(phase, &root, &[("GATEFIX_FAULT_ENOSPC", &n)]);
+            let err = stderr(&out);
+            let context = format!("{phase}, ENOSPC at write {at}: {err}");
+            if out.status.code() == Some(0) {
+                // Only the clean-up after a complete transaction may fail this softly.
+                assert!(
+                    err.contains("warning") && err.contains("cannot delete refs/gatefix/pending"),
+                    "{context}"
+                );
+                let done = if phase == "apply" {
+                    &patched
+                } else {
+                    &original
+                };
+                assert_eq!(&hash_tree(&root), done, "{context}");
+                assert!(temp_files(&root).is_empty(), "{context}");
+                continue;
+            }
+            assert!(matches!(out.status.code(), Some(2 | 3)), "{context}");
+            assert!(err.contains("No space left on device"), "{context}");
+            assert!(
+                temp_files(&root).is_empty(),
+                "{context}: {:?}",
+                temp_files(&root)
+            );
+            for (file, hash) in hash_tree(&root) {
+                assert!(
+                    original.get(&file) == Some(&hash) || patched.get(&file) == Some(&hash),
+                    "{context}: {file} is not whole"
+                );
+            }
+            let status = stdout(&verb("status", &root, &[]));
+            if status.contains("INTERRUPTED") {
+                interrupted += 1;
+                assert!(err.contains("run `gatefix revert`"), "{context}");
+                let out = verb("revert", &root, &[]);
+                assert_eq!(out.status.code(), Some(0), "{context}: {}", stderr(&out));
+                assert_eq!(hash_tree(&root), original, "{context}: revert");
+            } else {
+                assert!(
+                    err.contains("nothing in the site was changed")
+                        || err.contains("nothing was changed"),
+                    "{context}"
+                );
+                assert_eq!(hash_tree(&root), before, "{context}: the site changed");
+            }
+        }
+    }
+    assert!(
+        interrupted >= 1,
+        "no write failure left an interrupted transaction"
+    );
+}
+
+#[test]
+fn too_little_free_space_is_refused_before_the_first_write() {
+    let (_g, root) = venv_copy("fusion");
+    let before = hash_tree(&root);
+    let out = verb_env("apply", &root, &[("GATEFIX_FAULT_FREE_BYTES", "4096")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not enough free space") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+    assert!(temp_files(&root).is_empty());
+    let repo = git2::Repository::open_bare(ledger_dir(&root)).ok();
+    assert!(repo.is_none_or(|r| r.refname_to_id("refs/heads/main").is_err()));
+}
+
+/// A real full disk: the venv on a small tmpfs (where this process may mount one; as root in
+/// CI containers usually not, and then this test says so and checks nothing).
+#[test]
+fn a_real_full_tmpfs() {
+    let mount = tempfile::tempdir().unwrap();
+    let size = "480k";
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(mount.path())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "a_real_full_tmpfs: no tmpfs could be mounted here; covered by the ENOSPC injection test"
+        );
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.path().to_path_buf());
+    let root = mount.path().join("fusion");
+    common::fixture::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/venvs/fusion"),
+        &root,
+    );
+    let original = hash_tree(&root);
+    // The space check sees the tmpfs is too small for the transaction and its margin.
+    let out = verb("apply", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not enough free space"), "{err}");
+    assert_eq!(hash_tree(&root), original);
+    // Past the check (told there is room), the disk really fills: fill it to the last few KB.
+    let filler = mount.path().join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 4 << 20]); // ENOSPC part-way is the point
+    let keep = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::write(&filler, vec![0u8; keep.saturating_sub(12 << 10) as usize]);
+    let out = verb_env(
+        "apply",
+        &root,
+        &[("GATEFIX_FAULT_FREE_BYTES", "1000000000")],
+    );
+    let err = stderr(&out);
+    eprintln!("a_real_full_tmpfs: {err}");
+    assert!(matches!(out.status.code(), Some(2 | 3)), "{err}");
+    assert!(
+        err.contains("No space left on device"),
+        "a real ENOSPC: {err}"
+    );
+    assert!(temp_files(&root).is_empty(), "{err}");
+    let _ = std::fs::remove_file(&filler);
+    let status = stdout(&verb("status", &root, &[]));
+    if status.contains("INTERRUPTED") {
+        assert!(err.contains("run `gatefix revert`"), "{err}");
+        assert_eq!(verb("revert", &root, &[]).status.code(), Some(0));
+    }
+    assert_eq!(hash_tree(&root), original, "{err}");
+}
