@@ -653,3 +653,153 @@ fn a_real_full_tmpfs() {
     }
     assert_eq!(hash_tree(&root), original, "{err}");
 }
+
+// ----- No silent skip -------------------------------------------------------------------
+
+const GATE_FILE: &str = "import torch\n\ndef f():\n    if torch.cuda.get_device_capability()[0] == 10:\n        return 1\n";
+
+fn audit_json(dir: &Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec![
+        "audit".to_string(),
+        dir.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "--no-verdicts".into(),
+        "--fail-on".into(),
+        "none".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = gatefix_timed(&args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
+}
+
+fn gate_files(doc: &serde_json::Value) -> Vec<String> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["file"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn warning_for(doc: &serde_json::Value, file: &str) -> String {
+    doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["file"] == file)
+        .map(|w| w["message"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no warning for {file}: {doc}"))
+}
+
+#[test]
+fn odd_python_files_are_scanned_or_named_never_dropped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let odd = pkg.join(std::ffi::OsStr::from_bytes(b"\xff.py"));
+    std::fs::write(&odd, GATE_FILE).unwrap();
+    let mut big = GATE_FILE.to_string();
+    big.push_str(&"x = 1\n".repeat(40_000)); // 240 KB
+    std::fs::write(pkg.join("big.py"), &big).unwrap();
+    let fifo = pkg.join("fifo.py");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("loop.py", pkg.join("loop.py")).unwrap();
+    for (n, name) in [(46, "p46.py"), (199, "p199.py")] {
+        let text = format!(
+            "import torch\n\ndef f():\n    if {}torch.cuda.get_device_capability()[0] == 10{}:\n        return 1\n",
+            "(".repeat(n),
+            ")".repeat(n)
+        );
+        std::fs::write(pkg.join(name), text).unwrap();
+    }
+    let deep = format!(
+        "import torch\n\ndef f():\n    if {}torch.cuda.get_device_capability()[0] == 10{}:\n        return 1\n",
+        "x and (".repeat(60),
+        ")".repeat(60)
+    );
+    std::fs::write(pkg.join("deep.py"), deep).unwrap();
+    let unreadable = pkg.join("unreadable.py");
+    std::fs::write(&unreadable, GATE_FILE).unwrap();
+    std::fs::set_permissions(
+        &unreadable,
+        std::os::unix::fs::PermissionsExt::from_mode(0o000),
+    )
+    .unwrap();
+    let root_reads_anything = std::fs::read(&unreadable).is_ok();
+
+    for extra in [
+        &["--max-file-size", "100K"][..],
+        &["--max-file-size", "100K", "--exhaustive"][..],
+    ] {
+        let (doc, err) = audit_json(dir.path(), extra);
+        let files = gate_files(&doc);
+        for expected in ["pkg/\\xff.py", "pkg/p46.py", "pkg/p199.py"] {
+            assert!(
+                files.contains(&expected.to_string()),
+                "{extra:?}: {expected} missing: {files:?}"
+            );
+        }
+        assert!(!files.contains(&"pkg/big.py".to_string()), "{files:?}");
+        assert!(
+            warning_for(&doc, "pkg/big.py")
+                .contains("over the 102400-byte limit (--max-file-size)")
+        );
+        assert!(warning_for(&doc, "pkg/fifo.py").contains("not a regular file"));
+        assert!(warning_for(&doc, "pkg/loop.py").contains("cannot be resolved"));
+        assert!(warning_for(&doc, "pkg/deep.py").contains("nested too deep"));
+        assert!(warning_for(&doc, "pkg/\\xff.py").contains("not valid UTF-8"));
+        let skipped = if root_reads_anything {
+            3
+        } else {
+            assert!(warning_for(&doc, "pkg/unreadable.py").contains("cannot read"));
+            4
+        };
+        assert!(
+            err.contains(&format!("parsed, {skipped} skipped)")),
+            "{err}"
+        );
+        assert!(err.contains("warning: pkg/big.py: skipped"), "{err}");
+    }
+    // Without the option, the 240 KB file is under the 16 MiB default and scanned.
+    let (doc, _) = audit_json(dir.path(), &[]);
+    assert!(gate_files(&doc).contains(&"pkg/big.py".to_string()));
+}
+
+#[test]
+fn kernels_reads_a_cubin_whose_name_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fatbin-samples/cubin13/k.sm_100.cubin");
+    std::fs::copy(
+        &sample,
+        dir.path().join(std::ffi::OsStr::from_bytes(b"\xff.cubin")),
+    )
+    .unwrap();
+    let out = gatefix_timed(
+        &[
+            "kernels".into(),
+            dir.path().display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{doc}");
+    assert!(
+        !files[0]["containers"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+}

@@ -142,10 +142,11 @@ fn summary(report: &AuditReport, counts: &[[usize; 3]], out: &mut String) {
     let stats = &report.result.stats;
     let _ = writeln!(
         out,
-        "\n{} gates in {} Python files ({} parsed after the prefilter); CUDA {}",
+        "\n{} gates in {} Python files ({} parsed after the prefilter, {} skipped); CUDA {}",
         report.result.gates.len(),
         stats.python_files,
         stats.prefilter_hits,
+        stats.skipped_files,
         report
             .cuda
             .map_or("unknown".to_string(), |c| c.text.clone()),
