@@ -77,18 +77,81 @@ impl Serialize for Arch {
     }
 }
 
-/// Why a target string was rejected.
+/// Why a target string was rejected: the message says what was expected instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid target `{0}`: expected an architecture such as sm_120, sm120, sm_120a, 12.0 or 120"
-)]
+#[error("{0}")]
 pub struct ParseArchError(pub String);
+
+impl ParseArchError {
+    fn invalid(text: &str) -> Self {
+        ParseArchError(format!(
+            "invalid target `{text}`: expected an architecture such as sm_120, sm120, sm_120a, 12.0 or 120"
+        ))
+    }
+}
+
+/// The compute capabilities NVIDIA has shipped or announced (nvcc's `--list-gpu-arch` over
+/// CUDA 11-13, plus the older ones still seen in fatbins). A target outside this list is
+/// almost always a typo; `--allow-unknown-arch` takes one anyway, for new hardware.
+pub const KNOWN: &[(u32, u32)] = &[
+    (3, 5),
+    (3, 7),
+    (5, 0),
+    (5, 2),
+    (5, 3),
+    (6, 0),
+    (6, 1),
+    (6, 2),
+    (7, 0),
+    (7, 2),
+    (7, 5),
+    (8, 0),
+    (8, 6),
+    (8, 7),
+    (8, 9),
+    (9, 0),
+    (10, 0),
+    (10, 1),
+    (10, 3),
+    (10, 7),
+    (11, 0),
+    (12, 0),
+    (12, 1),
+];
+
+impl Arch {
+    /// Whether the compute capability is one of [`KNOWN`].
+    pub fn is_known(self) -> bool {
+        KNOWN.contains(&(self.major, self.minor))
+    }
+}
+
+/// Refuses targets outside [`KNOWN`] (unless `allow`), naming the known ones.
+pub fn check_known(targets: &[Arch], allow: bool) -> Result<(), ParseArchError> {
+    if allow {
+        return Ok(());
+    }
+    let Some(unknown) = targets.iter().find(|t| !t.is_known()) else {
+        return Ok(());
+    };
+    let known: Vec<String> = KNOWN
+        .iter()
+        .map(|&(major, minor)| Arch::new(major, minor).to_string())
+        .collect();
+    Err(ParseArchError(format!(
+        "unknown architecture `{unknown}` (compute capability {}.{}); known: {}. \
+         For hardware newer than this list, pass --allow-unknown-arch",
+        unknown.major,
+        unknown.minor,
+        known.join(", ")
+    )))
+}
 
 impl FromStr for Arch {
     type Err = ParseArchError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let err = || ParseArchError(text.to_string());
+        let err = || ParseArchError::invalid(text);
         let lower = text.trim().to_ascii_lowercase();
         if let Some((major, minor)) = lower.split_once('.') {
             let (minor, variant) = split_variant(minor);
@@ -103,16 +166,26 @@ impl FromStr for Arch {
                 variant,
             });
         }
-        let digits = lower
+        let prefixed = lower
             .strip_prefix("sm_")
             .or_else(|| lower.strip_prefix("sm"))
-            .or_else(|| lower.strip_prefix("compute_"))
-            .unwrap_or(&lower);
+            .or_else(|| lower.strip_prefix("compute_"));
+        let digits = prefixed.unwrap_or(&lower);
         let (digits, variant) = split_variant(digits);
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(err());
         }
         let sm: u32 = digits.parse().map_err(|_| err())?;
+        // A bare `12` reads as a major version (12.0) to a person but as sm 12 (1.2) to the
+        // sm-number rule: refuse it rather than guess.
+        if prefixed.is_none() && sm < 20 {
+            let suffix = variant.suffix();
+            return Err(ParseArchError(format!(
+                "ambiguous target `{}`: a bare number is an sm number (90 is 9.0, 120 is 12.0); \
+                 for compute capability {sm}.0 write {sm}.0{suffix} or sm_{sm}0{suffix}",
+                text.trim()
+            )));
+        }
         if !(10..=999).contains(&sm) {
             return Err(err());
         }
@@ -153,6 +226,37 @@ mod tests {
         for text in ["", "sm_", "smx", "12.x", "12.10", "sm_1200000", "a", "1"] {
             assert!(text.parse::<Arch>().is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_bare_major_is_ambiguous_and_suggests_both_spellings() {
+        let message = "12".parse::<Arch>().unwrap_err().to_string();
+        assert!(
+            message.contains("12.0") && message.contains("sm_120"),
+            "{message}"
+        );
+        let message = "9".parse::<Arch>().unwrap_err().to_string();
+        assert!(
+            message.contains("9.0") && message.contains("sm_90"),
+            "{message}"
+        );
+        // With a prefix the sm number is explicit: sm_12 is 1.2 (and unknown, see below).
+        assert_eq!("sm_12".parse::<Arch>().unwrap(), Arch::new(1, 2));
+        assert_eq!("90".parse::<Arch>().unwrap(), Arch::new(9, 0));
+    }
+
+    #[test]
+    fn unknown_archs_are_refused_unless_allowed() {
+        let odd: Arch = "sm_999".parse().unwrap();
+        let message = check_known(&[Arch::new(12, 0), odd], false)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("sm_999"), "{message}");
+        assert!(message.contains("sm_120, sm_121"), "{message}");
+        assert!(message.contains("--allow-unknown-arch"), "{message}");
+        assert!(check_known(&[odd], true).is_ok());
+        assert!(check_known(&["sm_120a".parse().unwrap()], false).is_ok());
+        assert!(check_known(&["sm_12".parse().unwrap()], false).is_err());
     }
 
     #[test]

@@ -382,6 +382,15 @@ pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
+    if files.is_empty() {
+        // Running with no rules (or patches) at all would look like a clean result.
+        return Err(Error::Input {
+            message: format!(
+                "{}: no *.toml files in this folder; name a folder of rule or patch files, or leave the option out for the embedded ones",
+                dir.display()
+            ),
+        });
+    }
     files.sort();
     Ok(files)
 }

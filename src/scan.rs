@@ -37,6 +37,9 @@ pub struct Gate {
     /// Whether the gate is the condition of an `if`/`elif`/`while` or of a conditional
     /// expression, and so guards a branch that verdicts can follow.
     pub guards_branch: bool,
+    /// For a parametric gate evaluated under a declared assumption (rules `[[parameter]]` or
+    /// the parameter's annotation): the parameter assumed to be the device's value.
+    pub assumes: Option<String>,
 }
 
 /// Something the user should know that did not stop the scan.
@@ -401,6 +404,7 @@ pub fn scan_with(site: &Site, rules: &Rules, options: ScanOptions) -> ScanResult
                             site_record.kind,
                             SiteKind::Test | SiteKind::ValueSelect
                         ),
+                        assumes: resolved.assumes,
                     }
                 })
                 .collect::<Vec<_>>()

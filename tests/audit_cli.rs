@@ -458,7 +458,16 @@ fn output_is_deterministic_and_ids_survive_line_shifts() {
 fn human_output_groups_by_distribution_without_colour_when_piped() {
     let output = Command::cargo_bin("gatefix")
         .unwrap()
-        .args(["audit", SITE, "--target", "12.0", "--fail-on", "none"])
+        .args([
+            "audit",
+            SITE,
+            "--target",
+            "12.0",
+            "--fail-on",
+            "none",
+            "--show",
+            "all",
+        ])
         .output()
         .unwrap();
     assert!(output.status.success());

@@ -132,13 +132,13 @@ fn a_gate_that_raises_protects_the_code_after_it() {
 
 #[test]
 fn human_output_leads_with_traps_then_opportunities() {
-    let out = audit(&fixture(), &["--fail-on", "none"]);
+    let out = audit(&fixture(), &["--fail-on", "none", "--show", "all"]);
     let text = stdout(&out);
-    let trap = text.find("TRAP (1)").expect("a trap section");
+    let trap = text.find("TRAPS (1)").expect("a trap section");
     let opportunity = text
-        .find("OPPORTUNITY (2)")
+        .find("OPPORTUNITIES (2)")
         .expect("an opportunity section");
-    let listing = text.find("sglang 0.5.23\n").expect("the full listing");
+    let listing = text.find("\nsglang 0.5.23\n").expect("the full listing");
     assert!(trap < opportunity && opportunity < listing, "{text}");
     assert!(text.contains("verdict: sm_120 wall"));
 }

@@ -44,7 +44,7 @@ pub struct ApplyArgs {
 }
 
 pub fn run(args: ApplyArgs) -> Result<i32> {
-    let root = args.site.site_root()?;
+    let root = args.site.announced_site_root()?;
     let site = Site::open(&root)?;
     let patches = PatchSet::load(args.patch_dir.as_deref())?;
     let rules = Rules::load(args.rules.as_deref())?;

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use clap::Args;
 
+use super::progress::Progress;
 use super::{AuditFormat, SiteArgs, TargetArgs};
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
@@ -51,6 +52,90 @@ pub struct AuditArgs {
     /// Skip (with a warning) Python files larger than this: bytes, or K, M, G.
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::scan::parse_size)]
     pub max_file_size: u64,
+    /// What the human format lists: the traps, opportunities and walls (`findings`), or also
+    /// every gate (`all`). With `--format github`, `all` also annotates `unverified`.
+    #[arg(long, value_enum, default_value_t = Show::Findings)]
+    pub show: Show,
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show {
+    Findings,
+    All,
+}
+
+/// How terminal output looks; shared by the commands that print for a person.
+#[derive(Args, Debug, Clone)]
+pub struct DisplayArgs {
+    /// Colour: `auto` follows NO_COLOR, CLICOLOR_FORCE, TERM=dumb and whether stdout is a
+    /// terminal.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Columns a line may take; default: $COLUMNS, then the terminal's width, then 100.
+    #[arg(long, value_name = "N")]
+    pub width: Option<usize>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl DisplayArgs {
+    pub fn color(&self) -> bool {
+        let choice = match self.color {
+            ColorChoice::Auto => "auto",
+            ColorChoice::Always => "always",
+            ColorChoice::Never => "never",
+        };
+        human::color_wanted(choice, std::io::stdout().is_terminal(), &|name| {
+            std::env::var(name).ok()
+        })
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+            .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+            .or_else(terminal_columns)
+            .unwrap_or(human::DEFAULT_WIDTH)
+            .max(human::MIN_WIDTH)
+    }
+}
+
+/// The width of the terminal on stdout, if it is one.
+fn terminal_columns() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct; a failure leaves it zeroed and returns -1.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// Shipped patches meant for this site's version of their distribution, for the human
+/// report's "fix" and "next" lines.
+fn patch_hints(site: &Site) -> Vec<human::PatchHint> {
+    let Ok(set) = crate::patch::PatchSet::load(None) else {
+        return Vec::new();
+    };
+    set.patches
+        .iter()
+        .filter(|p| {
+            site.distributions
+                .iter()
+                .any(|d| same_name(&d.name, &p.dist) && p.admits_version(&d.version))
+        })
+        .map(|p| human::PatchHint {
+            id: p.id.clone(),
+            targets: p.targets.iter().map(|t| t.plain()).collect(),
+            files: p.files().into_iter().map(str::to_string).collect(),
+        })
+        .collect()
 }
 
 pub fn run(args: AuditArgs) -> Result<i32> {
@@ -88,7 +173,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         kernel_sources: !args.no_verdicts,
         ..options
     };
+    let progress = Progress::start(&format!("scanning {}", site.root.display()));
     let result = scan_with(&site, &rules, options);
+    progress.stage("linking gates to kernels");
+    let verdicts = (!args.no_verdicts)
+        .then(|| judge(&site, &result, &rules, &args.targets.targets, cuda.as_ref()));
+    progress.finish();
     for warning in &result.warnings {
         let location = match (warning.line, warning.column) {
             (Some(l), Some(c)) => format!("{}:{l}:{c}", warning.file),
@@ -96,8 +186,6 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         };
         eprintln!("gatefix: warning: {location}: {}", warning.message);
     }
-    let verdicts = (!args.no_verdicts)
-        .then(|| judge(&site, &result, &rules, &args.targets.targets, cuda.as_ref()));
     let report = AuditReport {
         site: &site,
         targets: &args.targets.targets,
@@ -107,13 +195,21 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     };
     let text = match args.format {
         AuditFormat::Json => json::render(&report),
-        AuditFormat::Human => human::render(&report, std::io::stdout().is_terminal()),
+        AuditFormat::Human => human::render(
+            &report,
+            &human::HumanOptions {
+                color: args.display.color(),
+                width: args.display.width(),
+                show_all: args.show == Show::All,
+                patches: patch_hints(&site),
+            },
+        ),
         AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),
         AuditFormat::Github => {
             if let Err(e) = github::append_step_summary(&report) {
                 eprintln!("gatefix: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
             }
-            github::render(&report, anchor.as_ref())
+            github::render(&report, anchor.as_ref(), args.show == Show::All)
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -142,6 +238,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     // The process ends next; freeing the lowered modules one by one would only delay that.
     std::mem::forget(result);
     Ok(code)
+}
+
+/// Distribution names compare as PEP 503 normalises them (case, `-`, `_`, `.`).
+fn same_name(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");
+    norm(a) == norm(b)
 }
 
 fn read_anchor(path: &std::path::Path) -> Result<Anchor> {

@@ -57,7 +57,7 @@ pub struct LogArgs {
 }
 
 fn open(site: &WriteSiteArgs) -> Result<(std::path::PathBuf, Option<Ledger>)> {
-    let root = site.site_root()?;
+    let root = site.announced_site_root()?;
     let dir = site.ledger_dir(&root)?;
     let ledger = Ledger::open(&dir, &root)?;
     Ok((dir, ledger))
@@ -177,7 +177,7 @@ struct Drift {
 }
 
 pub fn status(args: StatusArgs) -> Result<i32> {
-    let root = args.site.site_root()?;
+    let root = args.site.announced_site_root()?;
     let dir = args.site.ledger_dir(&root)?;
     let site = Site::open(&root)?;
     let Some(ledger) = Ledger::open(&dir, &root)? else {
@@ -236,6 +236,10 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return Ok(exit::USAGE);
     }
     if has_unexplained(&status) {
+        return Ok(exit::FINDINGS);
+    }
+    // Something a person must act on: exit 1, as audit does for a finding.
+    if status.interrupted.is_some() || !status.drifted.is_empty() {
         return Ok(exit::FINDINGS);
     }
     Ok(exit::OK)

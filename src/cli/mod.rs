@@ -4,6 +4,7 @@ pub mod apply;
 pub mod audit;
 pub mod history;
 pub mod kernels;
+pub mod progress;
 pub mod rules_check;
 
 use std::path::PathBuf;
@@ -24,6 +25,10 @@ use crate::error::Result;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Accept a target outside the list of known architectures (for hardware newer than
+    /// this gatefix).
+    #[arg(long, global = true)]
+    pub allow_unknown_arch: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -76,6 +81,19 @@ impl WriteSiteArgs {
     pub fn ledger_dir(&self, site_root: &std::path::Path) -> Result<PathBuf> {
         crate::ledger::place::resolve(site_root, self.ledger.as_deref()).map(|(dir, _)| dir)
     }
+
+    /// [`site_root`](Self::site_root), and says on stderr which site and ledger the command
+    /// uses (its first line), so a default choice never goes unnamed.
+    pub fn announced_site_root(&self) -> Result<PathBuf> {
+        let root = self.site_root()?;
+        let ledger = self.ledger_dir(&root)?;
+        eprintln!(
+            "gatefix: site {}, ledger {}",
+            root.display(),
+            ledger.display()
+        );
+        Ok(root)
+    }
 }
 
 /// How a site is named; shared by every command that reads one.
@@ -117,7 +135,19 @@ pub enum AuditFormat {
     Github,
 }
 
+/// The targets a command was given, for the known-architecture check.
+fn targets(command: &Command) -> Vec<Arch> {
+    match command {
+        Command::Audit(args) => args.targets.targets.clone(),
+        Command::Kernels(args) => args.targets.clone(),
+        Command::Apply(args) => vec![args.target],
+        Command::Revert(_) | Command::Status(_) | Command::Log(_) | Command::Rules(_) => Vec::new(),
+    }
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
+    crate::arch::check_known(&targets(&cli.command), cli.allow_unknown_arch)
+        .map_err(|e| crate::error::Error::input(e.to_string()))?;
     match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::Kernels(args) => kernels::run(args),

@@ -232,7 +232,7 @@ impl Pred {
     }
 }
 
-const CUDA_UNKNOWN: &str =
+pub const CUDA_UNKNOWN: &str =
     "the CUDA version is unknown (pass --cuda, or install torch in the site)";
 
 /// At most this many distinct unknown atoms are enumerated; beyond, the answer is unknown.

@@ -11,6 +11,8 @@ pub struct ResolvedSite {
     pub site_index: usize,
     pub form: Form,
     pub predicate: Pred,
+    /// The parameter assumed to be the device's value, for a parametric gate.
+    pub assumes: Option<String>,
 }
 
 /// Resolves every candidate site of a module; keeps the arch-dependent ones.
@@ -28,6 +30,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
                 site_index,
                 form,
                 predicate,
+                assumes: None,
             })
         })
         .collect()

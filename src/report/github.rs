@@ -3,6 +3,10 @@
 //!
 //! GitHub shows at most ten annotations of each level per step, so the first ten of each level
 //! are printed and the rest are counted on a plain line pointing at the step summary.
+//! Annotations come traps first, then walls, then opportunities (what breaks, what must stay
+//! closed, what could be opened); `unverified` shares the `notice` level with walls and would
+//! use up its ten, so it is annotated only when asked (`--show all`). The step summary keeps
+//! every finding.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -88,13 +92,29 @@ fn annotation(
     )
 }
 
+/// The order annotations are printed in: traps, walls, opportunities, unverified.
+fn annotation_rank(kind: VerdictKind) -> usize {
+    match kind {
+        VerdictKind::Trap => 0,
+        VerdictKind::Wall => 1,
+        VerdictKind::Opportunity => 2,
+        VerdictKind::Unverified => 3,
+        VerdictKind::Open => 4,
+    }
+}
+
 /// The workflow commands of an audit, one per line, with a plain overflow line per level past
-/// [`ANNOTATIONS_PER_LEVEL`]. Empty without verdicts.
-pub fn render(report: &AuditReport, anchor: Option<&Anchor>) -> String {
+/// [`ANNOTATIONS_PER_LEVEL`]; `unverified` only with `annotate_unverified`. Empty without
+/// verdicts.
+pub fn render(report: &AuditReport, anchor: Option<&Anchor>, annotate_unverified: bool) -> String {
     let mut out = String::new();
     let mut shown = [0usize; LEVELS.len()];
     let mut hidden = [0usize; LEVELS.len()];
-    for (gate, target_index, verdict) in findings(report) {
+    let mut ordered = findings(report);
+    ordered.retain(|(_, _, v)| annotate_unverified || v.kind != VerdictKind::Unverified);
+    // Stable: within a kind, report order.
+    ordered.sort_by_key(|(_, _, v)| annotation_rank(v.kind));
+    for (gate, target_index, verdict) in ordered {
         let Some(level) = command(verdict.kind) else {
             continue;
         };
@@ -319,17 +339,47 @@ mod tests {
         f.add(gate("sglang", "sglang/a.py", 1, "a"), &[Trap, Opportunity]);
         f.add(gate("sglang", "sglang/b.py", 2, "b"), &[Wall, Unverified]);
         f.add(gate("sglang", "sglang/c.py", 3, "c"), &[Open, Open]);
-        let out = render(&f.report(), None);
-        let levels: Vec<&str> = lines(&out)
-            .iter()
-            .map(|l| l.split([' ', ':']).find(|w| !w.is_empty()).unwrap())
-            .collect();
-        assert_eq!(levels, ["error", "warning", "notice", "notice"]);
+        let levels = |out: &str| -> Vec<String> {
+            lines(out)
+                .iter()
+                .map(|l| {
+                    l.split([' ', ':'])
+                        .find(|w| !w.is_empty())
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        };
+        // Traps, then walls, then opportunities; unverified only when asked.
+        let out = render(&f.report(), None, true);
+        assert_eq!(levels(&out), ["error", "notice", "warning", "notice"]);
+        assert!(
+            lines(&out)[1].contains("file=sglang/b.py,"),
+            "the wall: {out}"
+        );
         assert!(lines(&out).iter().all(|l| l.starts_with("::")));
         assert!(!out.contains("sglang/c.py"));
+        let out = render(&f.report(), None, false);
+        assert_eq!(levels(&out), ["error", "notice", "warning"]);
+        assert!(!out.contains("unverified"), "{out}");
         let mut report = f.report();
         report.verdicts = None;
-        assert_eq!(render(&report, None), "");
+        assert_eq!(render(&report, None, true), "");
+    }
+
+    #[test]
+    fn walls_are_annotated_even_with_many_unverified() {
+        let mut f = Fixture::new(&[SM120]);
+        for i in 0..20 {
+            f.add(
+                gate("sglang", &format!("sglang/u{i}.py"), 1, "u"),
+                &[Unverified],
+            );
+        }
+        f.add(gate("sglang", "sglang/w.py", 1, "w"), &[Wall]);
+        let out = render(&f.report(), None, false);
+        assert_eq!(lines(&out).len(), 1, "{out}");
+        assert!(out.starts_with("::notice file=sglang/w.py,"), "{out}");
     }
 
     #[test]
@@ -344,7 +394,7 @@ mod tests {
             ),
             &[Trap],
         );
-        let out = render(&f.report(), None);
+        let out = render(&f.report(), None, true);
         assert_eq!(lines(&out).len(), 1, "{out}");
         let line = lines(&out)[0];
         assert!(line.starts_with("::error file=sglang/a%2Cb%3Ac.py,line=7,endLine=8,title="));
@@ -370,7 +420,7 @@ mod tests {
             gate("sglang", "sglang/two.py", 10, "if a and\n    b:"),
             &[Trap],
         );
-        let out = render(&f.report(), None);
+        let out = render(&f.report(), None, true);
         let (one, two) = (lines(&out)[0], lines(&out)[1]);
         assert_eq!(property(one, "line"), Some("3"));
         assert_eq!(property(one, "endLine"), Some("3"));
@@ -393,7 +443,7 @@ mod tests {
             path: "ci/requirements.txt".into(),
             text: "torch==2.8\nSGLang[all]==0.5.0\n".into(),
         };
-        let out = render(&f.report(), Some(&anchor));
+        let out = render(&f.report(), Some(&anchor), true);
         let line = lines(&out)[0];
         assert!(line.starts_with("::notice "));
         assert_eq!(property(line, "file"), Some("ci/requirements.txt"));
@@ -419,7 +469,7 @@ mod tests {
         for i in 0..3 {
             f.add(gate("sglang", &format!("sglang/w{i}.py"), 1, "w"), &[Wall]);
         }
-        let out = render(&f.report(), None);
+        let out = render(&f.report(), None, true);
         let count = |prefix: &str| lines(&out).iter().filter(|l| l.starts_with(prefix)).count();
         assert_eq!(count("::error "), 10);
         assert_eq!(count("::warning "), 10);

@@ -1,11 +1,67 @@
-//! `--format human`: gates grouped by distribution and file, evaluations per target, and a
-//! closing summary. Colour only when stdout is a terminal.
+//! `--format human`, what a person reads while a server is down: a verdict summary per target
+//! (with the `--cuda` hint on top when CUDA is unknown), then each trap, opportunity and wall
+//! once with one evidence chain, then what to run next. Every gate only with `--show all`.
+//! Lines fit the width: code text is elided with `…`, evidence is wrapped (JSON has it all).
 
 use std::fmt::Write;
 
 use super::AuditReport;
-use crate::gate::predicate::{Admits, collapse_whitespace};
-use crate::verdict::VerdictKind;
+use crate::arch::Arch;
+use crate::gate::predicate::{Admits, CUDA_UNKNOWN, collapse_whitespace};
+use crate::scan::Gate;
+use crate::verdict::{Verdict, VerdictKind};
+
+/// A shipped patch that applies to this site's version of its distribution.
+#[derive(Debug, Clone)]
+pub struct PatchHint {
+    pub id: String,
+    pub targets: Vec<Arch>,
+    /// The files it edits, relative to the site root.
+    pub files: Vec<String>,
+}
+
+/// How the human report is laid out.
+#[derive(Debug, Clone)]
+pub struct HumanOptions {
+    pub color: bool,
+    /// Columns a line may take (at least [`MIN_WIDTH`]).
+    pub width: usize,
+    /// Every gate, not only the findings.
+    pub show_all: bool,
+    pub patches: Vec<PatchHint>,
+}
+
+/// Narrower than this, nothing useful fits; a smaller `--width` is raised to it.
+pub const MIN_WIDTH: usize = 40;
+
+/// The width when neither `--width`, `COLUMNS` nor a terminal says.
+pub const DEFAULT_WIDTH: usize = 100;
+
+/// Whether to colour, by `--color` and the conventions: `NO_COLOR` (any non-empty value)
+/// turns colour off, `CLICOLOR_FORCE` (non-empty, not `0`) turns it on, `TERM=dumb` off;
+/// otherwise colour when stdout is a terminal. `always`/`never` override them all.
+pub fn color_wanted(
+    choice: &str,
+    stdout_is_terminal: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    match choice {
+        "always" => return true,
+        "never" => return false,
+        _ => {}
+    }
+    let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    if set("NO_COLOR") {
+        return false;
+    }
+    if env("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    if env("TERM").as_deref() == Some("dumb") {
+        return false;
+    }
+    stdout_is_terminal
+}
 
 struct Palette {
     on: bool,
@@ -21,58 +77,441 @@ impl Palette {
     }
 }
 
-pub fn render(report: &AuditReport, color: bool) -> String {
-    let palette = Palette { on: color };
+/// The kinds a reader acts on, in the order they are shown, with their colour.
+const FINDINGS: [(VerdictKind, &str, &str); 3] = [
+    (VerdictKind::Trap, "TRAPS", "1;31"),
+    (VerdictKind::Opportunity, "OPPORTUNITIES", "1;32"),
+    (VerdictKind::Wall, "WALLS", "1;33"),
+];
+
+pub fn render(report: &AuditReport, options: &HumanOptions) -> String {
+    let width = options.width.max(MIN_WIDTH);
+    let palette = Palette { on: options.color };
     let mut out = String::new();
+    summary(report, width, &palette, &mut out);
+    let mut patches_used: Vec<(Arch, &str)> = Vec::new();
+    if let Some(verdicts) = report.verdicts {
+        for (kind, heading, code) in FINDINGS {
+            findings_of(
+                report,
+                verdicts,
+                kind,
+                (heading, code),
+                options,
+                width,
+                &palette,
+                &mut patches_used,
+                &mut out,
+            );
+        }
+    }
+    if options.show_all {
+        every_gate(report, width, &palette, &mut out);
+    }
+    next_steps(report, options, &patches_used, width, &palette, &mut out);
+    out
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The site, the counts per target and, when CUDA is unknown and it matters, the hint.
+fn summary(report: &AuditReport, width: usize, palette: &Palette, out: &mut String) {
+    let stats = &report.result.stats;
+    let head = format!("gatefix audit of {}", report.site.root.display());
+    let _ = writeln!(out, "{}", palette.paint("1", &elide(&head, width)));
+    let cuda = report
+        .cuda
+        .map_or("CUDA unknown".to_string(), |c| format!("CUDA {}", c.text));
+    let skipped = if stats.skipped_files > 0 {
+        format!(" ({} skipped: see the warnings)", stats.skipped_files)
+    } else {
+        String::new()
+    };
+    let line = format!(
+        "{} in {} Python files{skipped}; {cuda}",
+        plural(report.result.gates.len(), "gate", "gates"),
+        stats.python_files
+    );
+    let _ = writeln!(out, "{}", elide(&line, width));
+    let cuda_undecided = report
+        .result
+        .gates
+        .iter()
+        .filter(|g| {
+            report
+                .admits(g)
+                .iter()
+                .any(|a| matches!(a, Admits::Unknown(why) if why.iter().any(|w| w == CUDA_UNKNOWN)))
+        })
+        .count();
+    if report.cuda.is_none() && cuda_undecided > 0 {
+        let hint = format!(
+            "{} undecided for want of the CUDA version: rerun with --cuda X.Y (the CUDA the \
+             site's torch was built with, e.g. --cuda 12.8)",
+            plural(cuda_undecided, "gate is", "gates are")
+        );
+        wrap_into(
+            out,
+            "",
+            "  ",
+            &palette.paint("1;33", "hint: "),
+            &hint,
+            width,
+        );
+    }
+    out.push('\n');
+    for (i, target) in report.targets.iter().enumerate() {
+        let mut admits = [0usize; 3];
+        for gate in &report.result.gates {
+            let slot = match evaluate_at(report, gate, i) {
+                Admits::Yes => 0,
+                Admits::No => 1,
+                Admits::Unknown(_) => 2,
+            };
+            admits[slot] += 1;
+        }
+        let mut parts = Vec::new();
+        if let Some(verdicts) = report.verdicts {
+            let count = |kind: VerdictKind| {
+                verdicts
+                    .iter()
+                    .filter(|v| v.get(i).is_some_and(|v| v.kind == kind))
+                    .count()
+            };
+            let acted = [
+                (VerdictKind::Trap, "trap", "traps", "1;31"),
+                (
+                    VerdictKind::Opportunity,
+                    "opportunity",
+                    "opportunities",
+                    "1;32",
+                ),
+                (VerdictKind::Wall, "wall", "walls", "1;33"),
+            ];
+            for (kind, one, many, code) in acted {
+                let n = count(kind);
+                let text = plural(n, one, many);
+                parts.push(if n > 0 {
+                    palette.paint(code, &text)
+                } else {
+                    text
+                });
+            }
+            let last = parts.pop().unwrap_or_default();
+            parts.push(format!(
+                "{last}; {} unverified, {} open",
+                count(VerdictKind::Unverified),
+                count(VerdictKind::Open)
+            ));
+        }
+        let label = format!("{target}: ");
+        let hang = " ".repeat(label.chars().count());
+        if !parts.is_empty() {
+            wrap_into(out, "", &hang, &label, &parts.join(", "), width);
+        }
+        let gates = format!(
+            "gates: {} admit, {} block, {} unknown",
+            admits[0], admits[1], admits[2]
+        );
+        let lead = if parts.is_empty() {
+            label
+        } else {
+            hang.clone()
+        };
+        wrap_into(out, "", &hang, &lead, &gates, width);
+    }
+    if !report.result.warnings.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} (see stderr)",
+            plural(report.result.warnings.len(), "warning", "warnings")
+        );
+    }
+}
+
+fn evaluate_at(report: &AuditReport, gate: &Gate, target_index: usize) -> Admits {
+    crate::gate::predicate::evaluate(
+        &gate.predicate,
+        report.targets[target_index].plain(),
+        report.cuda,
+    )
+}
+
+/// Each gate with a verdict of `kind` at some target, once: the targets it holds at, and one
+/// evidence chain per distinct chain (chains that differ only in the target's name are one).
+#[allow(clippy::too_many_arguments)]
+fn findings_of<'p>(
+    report: &AuditReport,
+    verdicts: &crate::verdict::Verdicts,
+    kind: VerdictKind,
+    (heading, code): (&str, &str),
+    options: &'p HumanOptions,
+    width: usize,
+    palette: &Palette,
+    patches_used: &mut Vec<(Arch, &'p str)>,
+    out: &mut String,
+) {
+    let mut gates: Vec<(&Gate, Vec<(usize, &Verdict)>)> = report
+        .result
+        .gates
+        .iter()
+        .zip(verdicts)
+        .filter_map(|(gate, per_target)| {
+            let hits: Vec<(usize, &Verdict)> = per_target
+                .iter()
+                .enumerate()
+                .take(report.targets.len())
+                .filter(|(_, v)| v.kind == kind)
+                .collect();
+            (!hits.is_empty()).then_some((gate, hits))
+        })
+        .collect();
+    if gates.is_empty() {
+        return;
+    }
+    gates.sort_by(|(a, _), (b, _)| {
+        (dist_label(a), &a.file, a.line, a.column).cmp(&(dist_label(b), &b.file, b.line, b.column))
+    });
+    let title = format!("{heading} ({}): {}", gates.len(), kind.short());
+    let _ = writeln!(out, "\n{}", palette.paint(code, &elide(&title, width)));
+    for (gate, hits) in gates {
+        let targets: Vec<String> = hits
+            .iter()
+            .map(|(i, _)| report.targets[*i].to_string())
+            .collect();
+        let location = match &gate.function {
+            Some(f) => format!("{}:{} in {f}", gate.file, gate.line),
+            None => format!("{}:{}", gate.file, gate.line),
+        };
+        let head = format!("{}  {location}", dist_label(gate));
+        let _ = writeln!(out, "  {}", palette.paint("36", &elide(&head, width - 2)));
+        if report.targets.len() > 1 {
+            let at = format!("at      {}", targets.join(", "));
+            let _ = writeln!(out, "    {}", elide(&at, width - 4));
+        }
+        let text = format!("gate    {}", collapse_whitespace(&gate.text));
+        let _ = writeln!(out, "    {}", elide(&text, width - 4));
+        // One chain per distinct chain; the first target of each names it.
+        let mut chains: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+        for (i, verdict) in &hits {
+            let target = report.targets[*i].to_string();
+            let normal: Vec<String> = verdict
+                .evidence
+                .iter()
+                .map(|e| e.replace(&target, "\u{0}"))
+                .collect();
+            match chains.iter_mut().find(|(c, _)| *c == normal) {
+                Some((_, targets)) => targets.push(*i),
+                None => chains.push((normal, vec![*i])),
+            }
+        }
+        let several = chains.len() > 1;
+        for (_, target_indices) in &chains {
+            let first = target_indices[0];
+            let verdict = hits
+                .iter()
+                .find(|(i, _)| *i == first)
+                .map(|(_, v)| *v)
+                .expect("the chain's first target is a hit");
+            let (lead, rest) = if several {
+                let names: Vec<String> = target_indices
+                    .iter()
+                    .map(|i| report.targets[*i].to_string())
+                    .collect();
+                (format!("at {}: ", names.join(", ")), "          ")
+            } else {
+                (String::new(), "          ")
+            };
+            for (n, line) in verdict.evidence.iter().enumerate() {
+                let label = if n == 0 {
+                    format!("{lead}why     ")
+                } else {
+                    "        ".to_string()
+                };
+                wrap_into(out, "    ", rest, &label, line, width);
+            }
+        }
+        if kind == VerdictKind::Opportunity {
+            let matching: Vec<&PatchHint> = options
+                .patches
+                .iter()
+                .filter(|p| {
+                    p.files.contains(&gate.file)
+                        && hits
+                            .iter()
+                            .any(|(i, _)| p.targets.contains(&report.targets[*i].plain()))
+                })
+                .collect();
+            if matching.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    {}",
+                    elide(
+                        "fix     no shipped patch edits this file for this version",
+                        width - 4
+                    )
+                );
+            }
+            for patch in matching {
+                let target = hits
+                    .iter()
+                    .map(|(i, _)| report.targets[*i].plain())
+                    .find(|t| patch.targets.contains(t))
+                    .expect("filtered on a shared target");
+                if !patches_used
+                    .iter()
+                    .any(|(t, id)| *t == target && *id == patch.id)
+                {
+                    patches_used.push((target, &patch.id));
+                }
+                let line = format!(
+                    "patch {}: gatefix apply {target} --dry-run --patch {}",
+                    patch.id, patch.id
+                );
+                wrap_into(out, "    ", "          ", "fix     ", &line, width);
+            }
+        }
+    }
+}
+
+/// What to run next, from what was found.
+fn next_steps(
+    report: &AuditReport,
+    options: &HumanOptions,
+    patches_used: &[(Arch, &str)],
+    width: usize,
+    palette: &Palette,
+    out: &mut String,
+) {
+    out.push('\n');
+    let label = palette.paint("1", "next: ");
+    let Some(verdicts) = report.verdicts else {
+        wrap_into(
+            out,
+            "",
+            "      ",
+            &label,
+            "verdicts were not computed (--no-verdicts); run without it to see traps, \
+             opportunities and walls",
+            width,
+        );
+        return;
+    };
+    let any = |kind: VerdictKind| verdicts.iter().flatten().any(|v| v.kind == kind);
+    let mut lines = Vec::new();
+    let mut targets: Vec<Arch> = patches_used.iter().map(|(t, _)| *t).collect();
+    targets.dedup();
+    for target in targets {
+        let ids: Vec<&str> = patches_used
+            .iter()
+            .filter(|(t, _)| *t == target)
+            .map(|(_, id)| *id)
+            .collect();
+        lines.push(format!(
+            "gatefix apply {target} --dry-run   (shows the diffs of {} and the kernel under each; \
+             writes nothing)",
+            ids.join(", ")
+        ));
+    }
+    if any(VerdictKind::Opportunity) && patches_used.is_empty() {
+        lines.push(
+            "no shipped patch opens these opportunities at this site's versions; each one \
+             names the gate to open"
+                .to_string(),
+        );
+    }
+    if any(VerdictKind::Trap) {
+        lines.push(
+            "a trap crashes at run time on that GPU: keep off the path its evidence names \
+             (the backend or flag) until a kernel exists"
+                .to_string(),
+        );
+    }
+    if lines.is_empty() {
+        lines.push("nothing to do: no trap and no opportunity at these targets".to_string());
+    }
+    for (n, line) in lines.iter().enumerate() {
+        let lead = if n == 0 {
+            label.clone()
+        } else {
+            "      ".to_string()
+        };
+        wrap_into(out, "", "      ", &lead, line, width);
+    }
+    if !options.show_all {
+        let unverified = verdicts
+            .iter()
+            .filter(|v| v.iter().any(|v| v.kind == VerdictKind::Unverified))
+            .count();
+        let line = format!(
+            "every gate ({} unverified): --show all; everything, untruncated: --format json",
+            unverified
+        );
+        wrap_into(out, "", "      ", "      ", &line, width);
+    }
+}
+
+/// The full listing: every gate by distribution and file, its predicate and admissions.
+fn every_gate(report: &AuditReport, width: usize, palette: &Palette, out: &mut String) {
     let mut current_dist: Option<String> = None;
     let mut current_file: Option<&str> = None;
-    let mut counts = vec![[0usize; 3]; report.targets.len()];
-    leading_findings(report, &palette, &mut out);
     let mut gates: Vec<_> = report.result.gates.iter().enumerate().collect();
     gates.sort_by(|(_, a), (_, b)| {
         (dist_label(a), &a.file, a.line).cmp(&(dist_label(b), &b.file, b.line))
     });
+    let _ = writeln!(out, "\n{}", palette.paint("1", "EVERY GATE"));
     for (index, gate) in gates {
         let dist = dist_label(gate);
         if current_dist.as_deref() != Some(dist.as_str()) {
-            let _ = writeln!(out, "\n{}", palette.paint("1", &dist));
+            let _ = writeln!(out, "{}", palette.paint("1", &elide(&dist, width)));
             current_dist = Some(dist);
             current_file = None;
         }
         if current_file != Some(gate.file.as_str()) {
-            let _ = writeln!(out, "  {}", palette.paint("36", &gate.file));
+            let _ = writeln!(
+                out,
+                "  {}",
+                palette.paint("36", &elide(&gate.file, width - 2))
+            );
             current_file = Some(&gate.file);
         }
         let location = match &gate.function {
-            Some(f) => format!("{}:{} in {f}", gate.line, gate.column),
-            None => format!("{}:{}", gate.line, gate.column),
+            Some(f) => format!(
+                "{}:{} in {f}  [{}]",
+                gate.line,
+                gate.column,
+                gate.form.name()
+            ),
+            None => format!("{}:{}  [{}]", gate.line, gate.column, gate.form.name()),
         };
-        let _ = writeln!(out, "    {location}  [{}]", gate.form.name());
-        let _ = writeln!(
-            out,
-            "      gate:  {}",
-            shorten(&collapse_whitespace(&gate.text), 160)
-        );
-        let _ = writeln!(
-            out,
-            "      means: {}",
-            shorten(&gate.predicate.to_string(), 200)
-        );
+        let _ = writeln!(out, "    {}", elide(&location, width - 4));
+        let gate_line = format!("gate:  {}", collapse_whitespace(&gate.text));
+        let _ = writeln!(out, "      {}", elide(&gate_line, width - 6));
+        let means = format!("means: {}", gate.predicate);
+        let _ = writeln!(out, "      {}", elide(&means, width - 6));
         let mut parts = Vec::new();
-        for (i, (target, admits)) in report.targets.iter().zip(report.admits(gate)).enumerate() {
-            let (code, slot) = match admits {
-                Admits::Yes => ("32", 0),
-                Admits::No => ("31", 1),
-                Admits::Unknown(_) => ("33", 2),
+        for (target, admits) in report.targets.iter().zip(report.admits(gate)) {
+            let code = match admits {
+                Admits::Yes => "32",
+                Admits::No => "31",
+                Admits::Unknown(_) => "33",
             };
-            counts[i][slot] += 1;
             let word = palette.paint(code, admits.word());
             match admits {
                 Admits::Unknown(why) => parts.push(format!("{target} {word} ({})", why.join("; "))),
                 _ => parts.push(format!("{target} {word}")),
             }
         }
-        let _ = writeln!(out, "      admits: {}", parts.join(", "));
+        wrap_into(
+            out,
+            "      ",
+            "        ",
+            "admits: ",
+            &parts.join(", "),
+            width,
+        );
         if let Some(verdicts) = report.verdicts.and_then(|v| v.get(index)) {
             let words: Vec<String> = report
                 .targets
@@ -80,57 +519,13 @@ pub fn render(report: &AuditReport, color: bool) -> String {
                 .zip(verdicts)
                 .map(|(t, v)| format!("{t} {}", v.kind.name()))
                 .collect();
-            let _ = writeln!(out, "      verdict: {}", words.join(", "));
+            let line = format!("verdict: {}", words.join(", "));
+            let _ = writeln!(out, "      {}", elide(&line, width - 6));
         }
-    }
-    summary(report, &counts, &mut out);
-    out
-}
-
-/// Traps, opportunities and walls first, each with its evidence chain: what a reader acts on.
-fn leading_findings(report: &AuditReport, palette: &Palette, out: &mut String) {
-    let Some(verdicts) = report.verdicts else {
-        return;
-    };
-    for (kind, code) in [
-        (VerdictKind::Trap, "1;31"),
-        (VerdictKind::Opportunity, "1;32"),
-        (VerdictKind::Wall, "1;33"),
-    ] {
-        let mut lines = Vec::new();
-        for (gate, per_target) in report.result.gates.iter().zip(verdicts) {
-            for (target, verdict) in report.targets.iter().zip(per_target) {
-                if verdict.kind != kind {
-                    continue;
-                }
-                lines.push(format!(
-                    "  {target}  {} {}:{}  {}",
-                    dist_label(gate),
-                    gate.file,
-                    gate.line,
-                    shorten(&collapse_whitespace(&gate.text), 100)
-                ));
-                lines.extend(verdict.evidence.iter().map(|e| format!("      {e}")));
-            }
-        }
-        if lines.is_empty() {
-            continue;
-        }
-        let heading = format!(
-            "{} ({}): {}",
-            kind.name().to_uppercase(),
-            lines.iter().filter(|l| !l.starts_with("      ")).count(),
-            kind.short()
-        );
-        let _ = writeln!(out, "{}", palette.paint(code, &heading));
-        for line in lines {
-            let _ = writeln!(out, "{line}");
-        }
-        out.push('\n');
     }
 }
 
-fn dist_label(gate: &crate::scan::Gate) -> String {
+fn dist_label(gate: &Gate) -> String {
     match (&gate.dist, &gate.dist_version) {
         (Some(name), Some(version)) => format!("{name} {version}"),
         (Some(name), None) => name.clone(),
@@ -138,49 +533,117 @@ fn dist_label(gate: &crate::scan::Gate) -> String {
     }
 }
 
-fn summary(report: &AuditReport, counts: &[[usize; 3]], out: &mut String) {
-    let stats = &report.result.stats;
-    let _ = writeln!(
-        out,
-        "\n{} gates in {} Python files ({} parsed after the prefilter, {} skipped); CUDA {}",
-        report.result.gates.len(),
-        stats.python_files,
-        stats.prefilter_hits,
-        stats.skipped_files,
-        report
-            .cuda
-            .map_or("unknown".to_string(), |c| c.text.clone()),
-    );
-    for (i, (target, [yes, no, unknown])) in report.targets.iter().zip(counts).enumerate() {
-        let mut line = format!("  {target}: {yes} admit, {no} block, {unknown} unknown");
-        if let Some(verdicts) = report.verdicts {
-            let counts: Vec<String> = VerdictKind::ALL
-                .iter()
-                .map(|kind| {
-                    let n = verdicts
-                        .iter()
-                        .filter(|v| v.get(i).is_some_and(|v| v.kind == *kind))
-                        .count();
-                    format!("{n} {}", kind.name())
-                })
-                .collect();
-            line.push_str(&format!("; verdicts: {}", counts.join(", ")));
+/// Columns a line takes on screen: characters outside colour escapes.
+fn visible_len(text: &str) -> usize {
+    let mut n = 0;
+    let mut in_escape = false;
+    for c in text.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => n += 1,
         }
-        let _ = writeln!(out, "{line}");
     }
-    if !report.result.warnings.is_empty() {
-        let _ = writeln!(
-            out,
-            "  {} warnings (see stderr)",
-            report.result.warnings.len()
-        );
-    }
+    n
 }
 
-fn shorten(text: &str, max: usize) -> String {
+/// `text` cut to `max` columns, the last one `…` when something was cut.
+pub fn elide(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
-    let cut: String = text.chars().take(max).collect();
-    format!("{cut}…")
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// Writes `indent` + `label` + `text`, wrapped at spaces so no line is wider than `width`;
+/// continuation lines start with `indent` + `hang`. A word too long for a line is elided.
+fn wrap_into(out: &mut String, indent: &str, hang: &str, label: &str, text: &str, width: usize) {
+    let first = format!("{indent}{label}");
+    let rest = format!("{indent}{hang}");
+    let mut line = first.clone();
+    let mut line_len = visible_len(&first);
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word_len = word.chars().count();
+        if !empty && line_len + 1 + word_len > width {
+            let _ = writeln!(out, "{line}");
+            line = rest.clone();
+            line_len = visible_len(&rest);
+            empty = true;
+        }
+        let room = width.saturating_sub(line_len + usize::from(!empty));
+        let word = if word_len > room {
+            elide(word, room.max(1))
+        } else {
+            word.to_string()
+        };
+        if !empty {
+            line.push(' ');
+            line_len += 1;
+        }
+        line_len += word.chars().count();
+        line.push_str(&word);
+        empty = false;
+    }
+    let _ = writeln!(out, "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_follows_the_conventions() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert!(color_wanted("auto", true, &env(&[])));
+        assert!(!color_wanted("auto", false, &env(&[])));
+        assert!(!color_wanted("auto", true, &env(&[("NO_COLOR", "1")])));
+        // An empty NO_COLOR does not count.
+        assert!(color_wanted("auto", true, &env(&[("NO_COLOR", "")])));
+        assert!(!color_wanted("auto", true, &env(&[("TERM", "dumb")])));
+        assert!(color_wanted(
+            "auto",
+            false,
+            &env(&[("CLICOLOR_FORCE", "1")])
+        ));
+        assert!(!color_wanted(
+            "auto",
+            false,
+            &env(&[("CLICOLOR_FORCE", "0")])
+        ));
+        assert!(!color_wanted(
+            "auto",
+            true,
+            &env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])
+        ));
+        assert!(color_wanted("always", false, &env(&[("NO_COLOR", "1")])));
+        assert!(!color_wanted(
+            "never",
+            true,
+            &env(&[("CLICOLOR_FORCE", "1")])
+        ));
+    }
+
+    #[test]
+    fn wrapping_keeps_every_line_within_the_width() {
+        let mut out = String::new();
+        let text = "needs JIT generator flashinfer.jit.comm:gen_trtllm_comm_module_with_a_very_long_name_indeed: present at sm_120 (jit)";
+        wrap_into(&mut out, "    ", "      ", "why     ", text, 40);
+        assert!(out.lines().all(|l| l.chars().count() <= 40), "{out}");
+        assert!(out.contains("present at sm_120"), "{out}");
+        assert!(out.contains('…'), "the long word is elided: {out}");
+        assert_eq!(elide("abcdef", 4), "abc…");
+        assert_eq!(elide("abc", 4), "abc");
+        assert_eq!(visible_len("\x1b[1;31mab\x1b[0m"), 2);
+    }
 }

@@ -585,6 +585,7 @@ pub(crate) mod fixture {
                 Form::HelperCall,
             ),
             guards_branch: true,
+            assumes: None,
         }
     }
 }

@@ -624,6 +624,7 @@ mod tests {
             text: String::new(),
             predicate: crate::gate::predicate::Pred::Const(true),
             guards_branch: true,
+            assumes: None,
         };
         let mut cache = FileCache::default();
         let picked =
@@ -657,6 +658,7 @@ mod tests {
             text: "x".into(),
             predicate: crate::gate::predicate::Pred::Const(true),
             guards_branch: true,
+            assumes: None,
         };
         let facts = gated_branch(&parsed, &gate, &mut FileCache::default()).unwrap();
         assert_eq!(facts.calls, ["flashinfer.comm.run"]);

@@ -1,0 +1,7 @@
+from return_helper import is_fast
+
+
+def use():
+    if not is_fast():  # gate: not major >= 9
+        return "slow"
+    return "fast"

@@ -1,0 +1,2 @@
+def launch(*args, **kwargs):
+    return None

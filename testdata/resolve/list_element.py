@@ -1,0 +1,3 @@
+from utils import get_device_sm
+
+FLAGS = [get_device_sm() >= 90, False]  # gate: sm >= 90

@@ -1,0 +1,2 @@
+def meets(capability):
+    return capability >= 80  # gate: unknown(*capability*)

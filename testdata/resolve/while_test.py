@@ -1,0 +1,6 @@
+import torch
+
+
+def wait():
+    while torch.cuda.get_device_capability()[0] < 9:  # gate: major < 9
+        break

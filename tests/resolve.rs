@@ -1,0 +1,308 @@
+//! The resolver fixture harness: every file of `testdata/resolve/` is one pattern, with the
+//! expected gate written on its line (see `testdata/resolve/README.md`). A missing gate, an
+//! extra gate, a wrong predicate and a wrong assumption all fail. Patterns the resolver does
+//! not handle yet are listed in `EXPECTED_FAIL`; one of them that starts passing fails the
+//! test too, so the list only ever shrinks and never hides a pattern.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gatefix::rules::Rules;
+use gatefix::scan::{Gate, ScanOptions, scan_with};
+use gatefix::site::Site;
+
+const ROOT: &str = "testdata/resolve";
+
+/// Patterns the resolver misses today, by file name. Shrink it; never grow it to hide a
+/// regression.
+const EXPECTED_FAIL: &[&str] = &[
+    "attr_store_object.py",
+    "attr_store_self.py",
+    "backend_capability_param.py",
+    "cap_is_none.py",
+    "cap_is_not_none_and.py",
+    "class_attr_flag.py",
+    "closure_reads_outer.py",
+    "cls_attr_store.py",
+    "comprehension_filter.py",
+    "cross_module_import.py",
+    "decorator_skipif.py",
+    "default_value.py",
+    "dict_element.py",
+    "family_choice.py",
+    "for_target_shadows.py",
+    "global_keyword_arg_flag.py",
+    "hip_version_branch.py",
+    "import_in_function.py",
+    "instance_attr_methods.py",
+    "instance_attr_subclass.py",
+    "is_hip_branch.py",
+    "is_hip_join.py",
+    "join_in_helper.py",
+    "kwarg_site.py",
+    "lambda_body.py",
+    "lambda_in_table.py",
+    "list_element.py",
+    "local_props.py",
+    "match_case.py",
+    "module_if_join.py",
+    "module_unpack.py",
+    "module_unpack_use_in_function.py",
+    "nested_unpack_index.py",
+    "param_arch_assumed.py",
+    "param_arch_callsite.py",
+    "param_cc.py",
+    "param_compute_capability.py",
+    "param_sm_version.py",
+    "param_unknown.py",
+    "positional_arg_site.py",
+    "props_sm_arith.py",
+    "rocm_else_branch.py",
+    "subscript_store.py",
+    "to_int.py",
+    "tokenless_helper.py",
+    "try_join.py",
+    "walrus.py",
+    "with_as_shadows.py",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+struct Expect {
+    assumes: Option<String>,
+    predicate: String,
+}
+
+/// The expectations of one line: `Some(list)` when the line carries a `# gate` or `# no-gate`
+/// annotation (an empty list for `# no-gate`), `None` when it carries none.
+fn line_expectations(line: &str) -> Result<Option<Vec<Expect>>, String> {
+    let mut marks: Vec<usize> = line
+        .match_indices("# gate")
+        .map(|(i, _)| i)
+        .chain(line.match_indices("# no-gate").map(|(i, _)| i))
+        .collect();
+    if marks.is_empty() {
+        return Ok(None);
+    }
+    marks.sort_unstable();
+    let mut out = Vec::new();
+    for (n, &start) in marks.iter().enumerate() {
+        let end = marks.get(n + 1).copied().unwrap_or(line.len());
+        let mark = line[start + 2..end].trim();
+        if mark == "no-gate" {
+            if marks.len() != 1 {
+                return Err("`# no-gate` cannot be combined with `# gate`".into());
+            }
+            return Ok(Some(Vec::new()));
+        }
+        let (head, predicate) = mark
+            .split_once(':')
+            .ok_or_else(|| format!("`{mark}`: expected `gate: PRED`"))?;
+        let assumes = match head.trim() {
+            "gate" => None,
+            other => Some(
+                other
+                    .strip_prefix("gate(assumes ")
+                    .and_then(|r| r.strip_suffix(')'))
+                    .ok_or_else(|| format!("`{other}`: expected `gate(assumes NAME)`"))?
+                    .trim()
+                    .to_string(),
+            ),
+        };
+        out.push(Expect {
+            assumes,
+            predicate: predicate.trim().to_string(),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// `*` matches any text; everything else literally.
+fn glob(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, rest) = parts.split_first().expect("split gives one part");
+    let Some(mut tail) = text.strip_prefix(first) else {
+        return false;
+    };
+    for (i, part) in rest.iter().enumerate() {
+        if i == rest.len() - 1 {
+            return tail.ends_with(part);
+        }
+        match tail.find(part) {
+            Some(at) => tail = &tail[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn matches(expect: &Expect, gate: &Gate) -> bool {
+    glob(&expect.predicate, &gate.predicate.to_string()) && expect.assumes == gate.assumes
+}
+
+fn describe(gate: &Gate) -> String {
+    match &gate.assumes {
+        Some(name) => format!("gate(assumes {name}): {}", gate.predicate),
+        None => format!("gate: {}", gate.predicate),
+    }
+}
+
+/// The mismatches of one fixture file against its gate records.
+fn check_file(path: &Path, gates: &[&Gate]) -> Vec<String> {
+    let source = std::fs::read_to_string(path).expect("fixture is UTF-8");
+    let mut by_line: BTreeMap<u32, Vec<&Gate>> = BTreeMap::new();
+    for gate in gates {
+        by_line.entry(gate.line).or_default().push(gate);
+    }
+    let mut problems = Vec::new();
+    let name = path.file_name().unwrap().to_string_lossy();
+    for (index, text) in source.lines().enumerate() {
+        let line = index as u32 + 1;
+        let mut actual = by_line.remove(&line).unwrap_or_default();
+        actual.sort_by_key(|g| g.column);
+        let expected = match line_expectations(text) {
+            Ok(expected) => expected.unwrap_or_default(),
+            Err(why) => {
+                problems.push(format!("{name}:{line}: bad expectation: {why}"));
+                continue;
+            }
+        };
+        if expected.len() != actual.len()
+            || expected.iter().zip(&actual).any(|(e, g)| !matches(e, g))
+        {
+            let want: Vec<String> = expected
+                .iter()
+                .map(|e| match &e.assumes {
+                    Some(n) => format!("gate(assumes {n}): {}", e.predicate),
+                    None => format!("gate: {}", e.predicate),
+                })
+                .collect();
+            let got: Vec<String> = actual.iter().map(|g| describe(g)).collect();
+            problems.push(format!(
+                "{name}:{line}: expected [{}], got [{}]   | {}",
+                want.join(" ; "),
+                got.join(" ; "),
+                text.trim()
+            ));
+        }
+    }
+    for (line, rest) in by_line {
+        for gate in rest {
+            problems.push(format!(
+                "{name}:{line}: a gate past the end of the file: {}",
+                describe(gate)
+            ));
+        }
+    }
+    problems
+}
+
+fn scan(options: ScanOptions) -> Vec<Gate> {
+    let site = Site::open(Path::new(ROOT)).unwrap();
+    let rules = Rules::load(None).unwrap();
+    scan_with(&site, &rules, options).gates
+}
+
+#[test]
+fn the_parser_of_expectations() {
+    assert_eq!(line_expectations("x = 1").unwrap(), None);
+    assert_eq!(line_expectations("x = 1  # no-gate").unwrap(), Some(vec![]));
+    assert_eq!(
+        line_expectations("if a:  # gate: major >= 9 # gate(assumes arch): sm == 90").unwrap(),
+        Some(vec![
+            Expect {
+                assumes: None,
+                predicate: "major >= 9".into()
+            },
+            Expect {
+                assumes: Some("arch".into()),
+                predicate: "sm == 90".into()
+            },
+        ])
+    );
+    assert!(line_expectations("x  # gate major").is_err());
+    assert!(glob(
+        "unknown(*capability*)",
+        "unknown(the `capability` parameter)"
+    ));
+    assert!(!glob("unknown(*capability*)", "major >= 9"));
+    assert!(glob("major >= 9", "major >= 9"));
+}
+
+#[test]
+fn every_resolver_pattern() {
+    let gates = scan(ScanOptions::default());
+    let mut by_file: BTreeMap<String, Vec<&Gate>> = BTreeMap::new();
+    for gate in &gates {
+        by_file.entry(gate.file.clone()).or_default().push(gate);
+    }
+    let mut files: Vec<_> = std::fs::read_dir(ROOT)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 60, "at least 60 patterns");
+    let mut unexpected = Vec::new();
+    let mut expected_fail_seen = Vec::new();
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let problems = check_file(path, by_file.get(&name).map_or(&[][..], |v| v));
+        let listed = EXPECTED_FAIL.contains(&name.as_str());
+        if listed {
+            expected_fail_seen.push(name.clone());
+            if problems.is_empty() {
+                unexpected.push(format!(
+                    "{name} passes now: remove it from EXPECTED_FAIL in tests/resolve.rs"
+                ));
+            } else {
+                eprintln!("expected to fail: {}", problems.join("\n    "));
+            }
+        } else {
+            unexpected.extend(problems);
+        }
+    }
+    for name in EXPECTED_FAIL {
+        if !expected_fail_seen.iter().any(|n| n == name) {
+            unexpected.push(format!(
+                "EXPECTED_FAIL names {name}, which is not a fixture"
+            ));
+        }
+    }
+    assert!(unexpected.is_empty(), "\n{}\n", unexpected.join("\n"));
+}
+
+#[test]
+fn the_fast_path_finds_what_parsing_everything_finds() {
+    let summary = |gates: Vec<Gate>| -> Vec<(String, u32, u32, String, String)> {
+        gates
+            .into_iter()
+            .map(|g| {
+                (
+                    g.file,
+                    g.line,
+                    g.column,
+                    g.form.name().to_string(),
+                    describe_owned(&g.predicate.to_string(), &g.assumes),
+                )
+            })
+            .collect()
+    };
+    let fast = summary(scan(ScanOptions::default()));
+    let exhaustive = summary(scan(ScanOptions {
+        prefilter: false,
+        chunking: false,
+        kernel_sources: false,
+        ..ScanOptions::default()
+    }));
+    assert_eq!(fast, exhaustive);
+}
+
+fn describe_owned(predicate: &str, assumes: &Option<String>) -> String {
+    match assumes {
+        Some(name) => format!("({name}) {predicate}"),
+        None => predicate.to_string(),
+    }
+}
