@@ -803,3 +803,63 @@ fn kernels_reads_a_cubin_whose_name_is_not_utf8() {
         "{doc}"
     );
 }
+
+// ----- False syntax errors ----------------------------------------------------------------
+
+#[test]
+fn valid_python_the_grammar_rejects_is_not_called_a_syntax_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "import torch\n\n\ndef backward(ctx, dq, dk):\n    if torch.cuda.get_device_capability()[0] == 10:\n        return dq, dk, *((None,) * 20)\n    if torch.cuda.get_device_capability()[0] == 9:\n        return dq, *(dk)\n    return dq\n\n\ndef broken():\n    x = = 1\n";
+    std::fs::write(dir.path().join("interface.py"), text).unwrap();
+    // CPython agrees that the two returns are valid (text only: nothing is imported or run).
+    let valid =
+        "def backward(ctx, dq, dk):\n    return dq, dk, *((None,) * 20)\n    return dq, *(dk)\n";
+    if let Ok(out) = Command::new("python3")
+        .args(["-c", "import ast,sys; ast.parse(sys.argv[1])", valid])
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (doc, err) = audit_json(dir.path(), &[]);
+    let lines: Vec<u64> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, vec![5, 7], "gates around the grammar gap: {doc}");
+    let warnings: Vec<String> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            format!(
+                "{}:{} {}",
+                w["line"],
+                w["column"],
+                w["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "6:9 not a syntax error in the file: tree-sitter-python rejects valid Python here"
+        ) && warnings[0].contains("2 such places")
+            && warnings[0].contains("the grammar is at fault"),
+        "{warnings:?}"
+    );
+    // The real error still is one.
+    assert!(
+        warnings[1].contains("syntax error (1 region)"),
+        "{warnings:?}"
+    );
+    assert!(
+        err.contains("tree-sitter-python rejects valid Python"),
+        "{err}"
+    );
+}
