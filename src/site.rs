@@ -413,6 +413,28 @@ pub fn python_purelib(python: &Path) -> Result<PathBuf> {
     site_of(&path)
 }
 
+/// A path as text: valid UTF-8 as is, any other byte as `\xNN` (so two names that differ
+/// only in undecodable bytes stay two names; nothing is dropped).
+pub fn path_text(path: &Path) -> String {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Serialises a path as `path_text` writes it (serde refuses a path that is not UTF-8).
+pub fn serialize_path<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path_text(path))
+}
+
 /// A relative path with `/` separators, or `None` if it is absolute or climbs with `..`.
 pub fn safe_relative(path: &Path) -> Option<String> {
     let mut parts = Vec::new();

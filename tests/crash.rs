@@ -233,3 +233,155 @@ fn synthesized_edits_and_the_verify_revert_are_recoverable_at_every_kill_point()
         revert_to_original(&root, &original, &format!("verify-revert killed at {at}"));
     }
 }
+
+const COMMUNICATOR: &str = "lib/python3.11/site-packages/sglang/srt/layers/communicator.py";
+const SERVER_ARGS: &str = "lib/python3.11/site-packages/sglang/srt/server_args.py";
+
+/// Every file is one of the allowed versions of itself; temp files may exist.
+fn assert_one_of(
+    state: &BTreeMap<String, String>,
+    allowed: &[&BTreeMap<String, String>],
+    context: &str,
+) {
+    for (file, hash) in state {
+        if file.contains(".gatefix-") && file.ends_with(".tmp") {
+            continue;
+        }
+        assert!(
+            allowed.iter().any(|a| a.get(file) == Some(hash)),
+            "{context}: {file} is none of its whole versions"
+        );
+    }
+}
+
+/// Puts the files back at the bytes pip installed, as `pip install --force-reinstall` would.
+fn reinstall(root: &Path, pristine: &Path) {
+    for file in [COMMUNICATOR, SERVER_ARGS] {
+        std::fs::copy(pristine.join(file), root.join(file)).unwrap();
+    }
+}
+
+/// More kill points: a re-apply after a reinstall (the ledger still holds transaction 1),
+/// a `revert --force` over a file someone changed, and a `revert --all` of two stacked
+/// transactions. With the 49 points of `every_kill_point_is_recoverable` and the recovery's,
+/// the crash test kills gatefix at more than 100 points.
+#[test]
+fn reapply_forced_revert_and_revert_all_kill_points() {
+    let (_p, pristine) = venv_copy("fusion");
+    let original = hash_tree(&pristine);
+    let fresh = || venv_copy("fusion");
+
+    // Counts, and the states each scenario may leave.
+    let (_g, root) = fresh();
+    let out = apply(&root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    let apply_points = points(&out);
+    let patched = hash_tree(&root);
+    let out = gatefix(&["revert"], &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    let revert_points = points(&out);
+
+    let reapplied_setup = |root: &Path| {
+        assert_eq!(apply(root, &[]).status.code(), Some(0));
+        reinstall(root, &pristine);
+    };
+    let (_g, root) = fresh();
+    reapplied_setup(&root);
+    let out = apply(&root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reapply_points = points(&out);
+
+    let drifted_setup = |root: &Path| {
+        assert_eq!(apply(root, &[]).status.code(), Some(0));
+        let path = root.join(SERVER_ARGS);
+        let mut text = std::fs::read(&path).unwrap();
+        text.extend_from_slice(b"# a hand edit after gatefix\n");
+        std::fs::write(path, text).unwrap();
+    };
+    let (_g, root) = fresh();
+    drifted_setup(&root);
+    let drifted = hash_tree(&root);
+    let out = gatefix(
+        &["revert", "--force"],
+        &root,
+        &[("GATEFIX_FAULT_COUNT", "1")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let forced_points = points(&out);
+
+    let stacked_setup = |root: &Path| {
+        for id in [
+            "sglang-ar-fusion-communicator",
+            "sglang-ar-fusion-auto-enable-deepseek",
+        ] {
+            let out = gatefix(&["apply", "sm_120", "--patch", id], root, &[]);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        }
+    };
+    let (_g, root) = fresh();
+    stacked_setup(&root);
+    let half = hash_tree(&root); // both applied
+    let out = gatefix(&["revert", "--all"], &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let all_points = points(&out);
+    assert_eq!(hash_tree(&root), original);
+
+    let total = apply_points + revert_points + reapply_points + forced_points + all_points;
+    eprintln!(
+        "kill points: apply {apply_points}, revert {revert_points}, re-apply {reapply_points}, \
+         revert --force {forced_points}, revert --all {all_points}: {total} (+ recovery)"
+    );
+    assert!(total >= 100, "only {total} kill points");
+
+    for at in 1..=reapply_points {
+        let (_g, root) = fresh();
+        reapplied_setup(&root);
+        let out = apply(&root, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        assert!(killed(&out), "re-apply point {at} did not kill");
+        let context = format!("re-apply killed at {at}");
+        assert_one_of(&hash_tree(&root), &[&original, &patched], &context);
+        let out = gatefix(&["revert"], &root, &[]);
+        assert_eq!(out.status.code(), Some(0), "{context}: {}", stderr(&out));
+        assert_eq!(hash_tree(&root), original, "{context}");
+    }
+    for at in 1..=forced_points {
+        let (_g, root) = fresh();
+        drifted_setup(&root);
+        let out = gatefix(
+            &["revert", "--force"],
+            &root,
+            &[("GATEFIX_FAULT_AT", &at.to_string())],
+        );
+        assert!(killed(&out), "revert --force point {at} did not kill");
+        let context = format!("revert --force killed at {at}");
+        assert_one_of(
+            &hash_tree(&root),
+            &[&original, &patched, &drifted],
+            &context,
+        );
+        let out = gatefix(&["revert", "--force"], &root, &[]);
+        assert_eq!(out.status.code(), Some(0), "{context}: {}", stderr(&out));
+        assert_eq!(hash_tree(&root), original, "{context}");
+    }
+    for at in 1..=all_points {
+        let (_g, root) = fresh();
+        stacked_setup(&root);
+        let out = gatefix(
+            &["revert", "--all"],
+            &root,
+            &[("GATEFIX_FAULT_AT", &at.to_string())],
+        );
+        assert!(killed(&out), "revert --all point {at} did not kill");
+        let context = format!("revert --all killed at {at}");
+        assert_one_of(&hash_tree(&root), &[&original, &half, &patched], &context);
+        // A killed revert is finished by the next one; then what is left is reverted.
+        for _ in 0..2 {
+            let out = gatefix(&["revert", "--all"], &root, &[]);
+            assert_eq!(out.status.code(), Some(0), "{context}: {}", stderr(&out));
+        }
+        assert_eq!(hash_tree(&root), original, "{context}");
+        let status = stdout(&gatefix(&["status"], &root, &[]));
+        assert!(
+            status.contains("no transaction in effect"),
+            "{context}: {status}"
+        );
+    }
+}

@@ -43,6 +43,7 @@ fn every_fixture_gate_survives_the_prefilter_and_chunking() {
                 prefilter: false,
                 chunking: false,
                 kernel_sources: false,
+                ..ScanOptions::default()
             },
             &root,
         );

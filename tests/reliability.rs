@@ -469,3 +469,397 @@ fn status_all_compares_every_installed_file_and_sees_a_reinstall() {
         "{text}"
     );
 }
+
+/// Files a transaction might leave beside a site file.
+fn temp_files(root: &Path) -> Vec<String> {
+    hash_tree(root)
+        .into_keys()
+        .filter(|f| f.contains(".gatefix-") && f.ends_with(".tmp"))
+        .collect()
+}
+
+fn write_points(output: &Output) -> usize {
+    stderr(output)
+        .lines()
+        .find_map(|l| l.strip_prefix("gatefix: write points reached: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no write count in {}", stderr(output)))
+}
+
+fn verb_env(name: &str, root: &Path, env: &[(&str, &str)]) -> Output {
+    let mut args = vec![name.to_string()];
+    if name == "apply" {
+        args.push("sm_120".into());
+    }
+    args.extend(venv_args(root));
+    gatefix_timed(&args, env)
+}
+
+/// A full disk at every write of an apply and of a revert (simulated `ENOSPC`): no temp file
+/// is left, every file is whole, the site is unchanged or the message names `gatefix revert`,
+/// and that command restores it byte for byte.
+#[test]
+fn a_full_disk_at_any_write_leaves_no_temp_file_and_names_the_way_out() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let out = verb_env("apply", &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    assert_eq!(out.status.code(), Some(0));
+    let apply_writes = write_points(&out);
+    let patched = hash_tree(&root);
+    let out = verb_env("revert", &root, &[("GATEFIX_FAULT_COUNT", "1")]);
+    let revert_writes = write_points(&out);
+    assert!(apply_writes >= 8, "{apply_writes} write points");
+
+    let mut interrupted = 0;
+    for (phase, count) in [("apply", apply_writes), ("revert", revert_writes)] {
+        for at in 1..=count {
+            let (_g, root) = venv_copy("fusion");
+            if phase == "revert" {
+                assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+            }
+            let before = hash_tree(&root);
+            let n = at.to_string();
+            let out = verb_env(phase, &root, &[("GATEFIX_FAULT_ENOSPC", &n)]);
+            let err = stderr(&out);
+            let context = format!("{phase}, ENOSPC at write {at}: {err}");
+            if out.status.code() == Some(0) {
+                // Only the clean-up after a complete transaction may fail this softly.
+                assert!(
+                    err.contains("warning") && err.contains("cannot delete refs/gatefix/pending"),
+                    "{context}"
+                );
+                let done = if phase == "apply" {
+                    &patched
+                } else {
+                    &original
+                };
+                assert_eq!(&hash_tree(&root), done, "{context}");
+                assert!(temp_files(&root).is_empty(), "{context}");
+                continue;
+            }
+            assert!(matches!(out.status.code(), Some(2 | 3)), "{context}");
+            assert!(err.contains("No space left on device"), "{context}");
+            assert!(
+                temp_files(&root).is_empty(),
+                "{context}: {:?}",
+                temp_files(&root)
+            );
+            for (file, hash) in hash_tree(&root) {
+                assert!(
+                    original.get(&file) == Some(&hash) || patched.get(&file) == Some(&hash),
+                    "{context}: {file} is not whole"
+                );
+            }
+            let status = stdout(&verb("status", &root, &[]));
+            if status.contains("INTERRUPTED") {
+                interrupted += 1;
+                assert!(err.contains("run `gatefix revert`"), "{context}");
+                let out = verb("revert", &root, &[]);
+                assert_eq!(out.status.code(), Some(0), "{context}: {}", stderr(&out));
+                assert_eq!(hash_tree(&root), original, "{context}: revert");
+            } else {
+                assert!(
+                    err.contains("nothing in the site was changed")
+                        || err.contains("nothing was changed"),
+                    "{context}"
+                );
+                assert_eq!(hash_tree(&root), before, "{context}: the site changed");
+            }
+        }
+    }
+    assert!(
+        interrupted >= 1,
+        "no write failure left an interrupted transaction"
+    );
+}
+
+#[test]
+fn too_little_free_space_is_refused_before_the_first_write() {
+    let (_g, root) = venv_copy("fusion");
+    let before = hash_tree(&root);
+    let out = verb_env("apply", &root, &[("GATEFIX_FAULT_FREE_BYTES", "4096")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not enough free space") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before);
+    assert!(temp_files(&root).is_empty());
+    let repo = git2::Repository::open_bare(ledger_dir(&root)).ok();
+    assert!(repo.is_none_or(|r| r.refname_to_id("refs/heads/main").is_err()));
+}
+
+/// A real full disk: the venv on a small tmpfs (where this process may mount one; as root in
+/// CI containers usually not, and then this test says so and checks nothing).
+#[test]
+fn a_real_full_tmpfs() {
+    let mount = tempfile::tempdir().unwrap();
+    let size = "480k";
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(mount.path())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "a_real_full_tmpfs: no tmpfs could be mounted here; covered by the ENOSPC injection test"
+        );
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.path().to_path_buf());
+    let root = mount.path().join("fusion");
+    common::fixture::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/venvs/fusion"),
+        &root,
+    );
+    let original = hash_tree(&root);
+    // The space check sees the tmpfs is too small for the transaction and its margin.
+    let out = verb("apply", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not enough free space"), "{err}");
+    assert_eq!(hash_tree(&root), original);
+    // Past the check (told there is room), the disk really fills: fill it to the last few KB.
+    let filler = mount.path().join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 4 << 20]); // ENOSPC part-way is the point
+    let keep = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::write(&filler, vec![0u8; keep.saturating_sub(12 << 10) as usize]);
+    let out = verb_env(
+        "apply",
+        &root,
+        &[("GATEFIX_FAULT_FREE_BYTES", "1000000000")],
+    );
+    let err = stderr(&out);
+    eprintln!("a_real_full_tmpfs: {err}");
+    assert!(matches!(out.status.code(), Some(2 | 3)), "{err}");
+    assert!(
+        err.contains("No space left on device"),
+        "a real ENOSPC: {err}"
+    );
+    assert!(temp_files(&root).is_empty(), "{err}");
+    let _ = std::fs::remove_file(&filler);
+    let status = stdout(&verb("status", &root, &[]));
+    if status.contains("INTERRUPTED") {
+        assert!(err.contains("run `gatefix revert`"), "{err}");
+        assert_eq!(verb("revert", &root, &[]).status.code(), Some(0));
+    }
+    assert_eq!(hash_tree(&root), original, "{err}");
+}
+
+// ----- No silent skip -------------------------------------------------------------------
+
+const GATE_FILE: &str = "import torch\n\ndef f():\n    if torch.cuda.get_device_capability()[0] == 10:\n        return 1\n";
+
+fn audit_json(dir: &Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec![
+        "audit".to_string(),
+        dir.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "--no-verdicts".into(),
+        "--fail-on".into(),
+        "none".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = gatefix_timed(&args, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
+}
+
+fn gate_files(doc: &serde_json::Value) -> Vec<String> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["file"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn warning_for(doc: &serde_json::Value, file: &str) -> String {
+    doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["file"] == file)
+        .map(|w| w["message"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no warning for {file}: {doc}"))
+}
+
+#[test]
+fn odd_python_files_are_scanned_or_named_never_dropped() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let odd = pkg.join(std::ffi::OsStr::from_bytes(b"\xff.py"));
+    std::fs::write(&odd, GATE_FILE).unwrap();
+    let mut big = GATE_FILE.to_string();
+    big.push_str(&"x = 1\n".repeat(40_000)); // 240 KB
+    std::fs::write(pkg.join("big.py"), &big).unwrap();
+    let fifo = pkg.join("fifo.py");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("loop.py", pkg.join("loop.py")).unwrap();
+    for (n, name) in [(46, "p46.py"), (199, "p199.py")] {
+        let text = format!(
+            "import torch\n\ndef f():\n    if {}torch.cuda.get_device_capability()[0] == 10{}:\n        return 1\n",
+            "(".repeat(n),
+            ")".repeat(n)
+        );
+        std::fs::write(pkg.join(name), text).unwrap();
+    }
+    let deep = format!(
+        "import torch\n\ndef f():\n    if {}torch.cuda.get_device_capability()[0] == 10{}:\n        return 1\n",
+        "x and (".repeat(60),
+        ")".repeat(60)
+    );
+    std::fs::write(pkg.join("deep.py"), deep).unwrap();
+    let unreadable = pkg.join("unreadable.py");
+    std::fs::write(&unreadable, GATE_FILE).unwrap();
+    std::fs::set_permissions(
+        &unreadable,
+        std::os::unix::fs::PermissionsExt::from_mode(0o000),
+    )
+    .unwrap();
+    let root_reads_anything = std::fs::read(&unreadable).is_ok();
+
+    for extra in [
+        &["--max-file-size", "100K"][..],
+        &["--max-file-size", "100K", "--exhaustive"][..],
+    ] {
+        let (doc, err) = audit_json(dir.path(), extra);
+        let files = gate_files(&doc);
+        for expected in ["pkg/\\xff.py", "pkg/p46.py", "pkg/p199.py"] {
+            assert!(
+                files.contains(&expected.to_string()),
+                "{extra:?}: {expected} missing: {files:?}"
+            );
+        }
+        assert!(!files.contains(&"pkg/big.py".to_string()), "{files:?}");
+        assert!(
+            warning_for(&doc, "pkg/big.py")
+                .contains("over the 102400-byte limit (--max-file-size)")
+        );
+        assert!(warning_for(&doc, "pkg/fifo.py").contains("not a regular file"));
+        assert!(warning_for(&doc, "pkg/loop.py").contains("cannot be resolved"));
+        assert!(warning_for(&doc, "pkg/deep.py").contains("nested too deep"));
+        assert!(warning_for(&doc, "pkg/\\xff.py").contains("not valid UTF-8"));
+        let skipped = if root_reads_anything {
+            3
+        } else {
+            assert!(warning_for(&doc, "pkg/unreadable.py").contains("cannot read"));
+            4
+        };
+        assert!(
+            err.contains(&format!("parsed, {skipped} skipped)")),
+            "{err}"
+        );
+        assert!(err.contains("warning: pkg/big.py: skipped"), "{err}");
+    }
+    // Without the option, the 240 KB file is under the 16 MiB default and scanned.
+    let (doc, _) = audit_json(dir.path(), &[]);
+    assert!(gate_files(&doc).contains(&"pkg/big.py".to_string()));
+}
+
+#[test]
+fn kernels_reads_a_cubin_whose_name_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fatbin-samples/cubin13/k.sm_100.cubin");
+    std::fs::copy(
+        &sample,
+        dir.path().join(std::ffi::OsStr::from_bytes(b"\xff.cubin")),
+    )
+    .unwrap();
+    let out = gatefix_timed(
+        &[
+            "kernels".into(),
+            dir.path().display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{doc}");
+    assert!(
+        !files[0]["containers"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+}
+
+// ----- False syntax errors ----------------------------------------------------------------
+
+#[test]
+fn valid_python_the_grammar_rejects_is_not_called_a_syntax_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "import torch\n\n\ndef backward(ctx, dq, dk):\n    if torch.cuda.get_device_capability()[0] == 10:\n        return dq, dk, *((None,) * 20)\n    if torch.cuda.get_device_capability()[0] == 9:\n        return dq, *(dk)\n    return dq\n\n\ndef broken():\n    x = = 1\n";
+    std::fs::write(dir.path().join("interface.py"), text).unwrap();
+    // CPython agrees that the two returns are valid (text only: nothing is imported or run).
+    let valid =
+        "def backward(ctx, dq, dk):\n    return dq, dk, *((None,) * 20)\n    return dq, *(dk)\n";
+    if let Ok(out) = Command::new("python3")
+        .args(["-c", "import ast,sys; ast.parse(sys.argv[1])", valid])
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (doc, err) = audit_json(dir.path(), &[]);
+    let lines: Vec<u64> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, vec![5, 7], "gates around the grammar gap: {doc}");
+    let warnings: Vec<String> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            format!(
+                "{}:{} {}",
+                w["line"],
+                w["column"],
+                w["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "6:9 not a syntax error in the file: tree-sitter-python rejects valid Python here"
+        ) && warnings[0].contains("2 such places")
+            && warnings[0].contains("the grammar is at fault"),
+        "{warnings:?}"
+    );
+    // The real error still is one.
+    assert!(
+        warnings[1].contains("syntax error (1 region)"),
+        "{warnings:?}"
+    );
+    assert!(
+        err.contains("tree-sitter-python rejects valid Python"),
+        "{err}"
+    );
+}

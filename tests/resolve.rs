@@ -246,6 +246,7 @@ fn the_fast_path_finds_what_parsing_everything_finds() {
         prefilter: false,
         chunking: false,
         kernel_sources: false,
+        ..ScanOptions::default()
     }));
     assert_eq!(fast, exhaustive);
 }

@@ -49,6 +49,9 @@ pub struct AuditArgs {
     /// that the fast path misses nothing on a given site).
     #[arg(long)]
     pub exhaustive: bool,
+    /// Skip (with a warning) Python files larger than this: bytes, or K, M, G.
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::scan::parse_size)]
+    pub max_file_size: u64,
     /// What the human format lists: the traps, opportunities and walls (`findings`), or also
     /// every gate (`all`). With `--format github`, `all` also annotates `unverified`.
     #[arg(long, value_enum, default_value_t = Show::Findings)]
@@ -149,9 +152,13 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             prefilter: false,
             chunking: false,
             kernel_sources: false,
+            max_file_bytes: args.max_file_size,
         }
     } else {
-        ScanOptions::default()
+        ScanOptions {
+            max_file_bytes: args.max_file_size,
+            ..ScanOptions::default()
+        }
     };
     let fail_on =
         parse_fail_on(&args.fail_on).map_err(|e| Error::input(format!("--fail-on: {e}")))?;
@@ -209,10 +216,11 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     // A closed pipe (`gatefix audit | head`) is not an error worth a panic.
     let _ = stdout.write_all(text.as_bytes());
     eprintln!(
-        "gatefix: audited {} ({} Python files, {} parsed) in {:.2?}",
+        "gatefix: audited {} ({} Python files, {} parsed, {} skipped) in {:.2?}",
         site.root.display(),
         result.stats.python_files,
         result.stats.prefilter_hits,
+        result.stats.skipped_files,
         started.elapsed()
     );
     if let Some(path) = &args.write_baseline {

@@ -27,7 +27,8 @@ pub struct ModuleIndex {
 
 /// `a/b/c.py` is `a.b.c`; `a/b/__init__.py` is the package `a.b`.
 pub fn module_name(relative: &Path) -> Option<(String, bool)> {
-    let text = relative.to_str()?;
+    // A non-UTF-8 name is kept (with `\xNN` escapes), not dropped: its gates are reported.
+    let text = crate::site::path_text(relative);
     let stem = text.strip_suffix(".py")?;
     let parts: Vec<&str> = stem.split(['/', '\\']).collect();
     match parts.split_last() {

@@ -287,6 +287,8 @@ pub struct ModuleIr {
     pub branches: Vec<Branch>,
     pub sites: Vec<Site>,
     pub parse_errors: Vec<(u32, u32)>,
+    /// Expressions nested too deep to analyse (line, column): reported as warnings.
+    pub too_deep: Vec<(u32, u32)>,
     /// Only some statements were parsed (`chunks`): a lookup that misses may need the rest.
     pub partial: bool,
 }

@@ -61,6 +61,8 @@ pub struct Lowerer<'a> {
     /// arms already recorded in `ir.branches`.
     branch_stack: Vec<(Node<'a>, bool)>,
     branch_ids: std::collections::HashMap<(usize, bool), usize>,
+    /// Where an expression was nested past `MAX_EXPR_DEPTH` (reported, not silently dropped).
+    too_deep: std::cell::RefCell<Vec<(u32, u32)>>,
 }
 
 /// Lowers one parsed file.
@@ -104,12 +106,14 @@ pub fn lower_parsed(
         in_except: 0,
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
+        too_deep: Default::default(),
     };
     let root = tree.root_node();
     if root.has_error() {
         collect_errors(root, &mut lowerer.ir.parse_errors);
     }
     lowerer.block(root);
+    lowerer.ir.too_deep = lowerer.too_deep.take();
     lowerer.ir
 }
 
@@ -1506,8 +1510,21 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Lowers an expression node.
-    pub fn expr(&self, node: Node<'a>, depth: usize) -> Expr {
+    pub fn expr(&self, mut node: Node<'a>, depth: usize) -> Expr {
+        // Parentheses add no meaning: they are peeled without recursion or depth, so any
+        // nesting CPython accepts (200 levels) lowers like the bare expression.
+        while node.kind_name() == "parenthesized_expression" {
+            match node.named_child(0) {
+                Some(inner) if inner.kind_name() != "comment" => node = inner,
+                _ => break,
+            }
+        }
         if depth > MAX_EXPR_DEPTH {
+            let mut deep = self.too_deep.borrow_mut();
+            if deep.len() < 20 {
+                let p = node.start_position();
+                deep.push((p.row as u32 + 1, p.column as u32 + 1));
+            }
             return Expr::Other(self.owned_text(node));
         }
         let d = depth + 1;
@@ -1896,6 +1913,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         in_except: 0,
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
+        too_deep: Default::default(),
     };
     Ok(lowerer.expr(node, 0))
 }

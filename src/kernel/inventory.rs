@@ -24,9 +24,9 @@ const HEAD: u64 = 256;
 /// Names that can hold device code: host ELFs (`.so`, `.so.N…`, `.o`), `.cubin`, `.fatbin`,
 /// `.ptx`. Everything else in site-packages (Python, data) is skipped unread.
 pub fn is_candidate_name(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
+    // Judged by its ASCII extension: a name that is not UTF-8 (`\xff.cubin`) is still read.
+    let name = String::from_utf8_lossy(name.as_encoded_bytes());
+    let name = name.as_ref();
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
     if matches!(ext, "so" | "o" | "cubin" | "fatbin" | "ptx") {
         return true;

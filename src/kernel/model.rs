@@ -164,6 +164,7 @@ impl Container {
 /// The device code found in one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileInventory {
+    #[serde(serialize_with = "crate::site::serialize_path")]
     pub path: PathBuf,
     pub kind: FileKind,
     pub size: u64,

@@ -17,29 +17,52 @@ pub fn temp_path(path: &Path, txn: u32) -> PathBuf {
     path.with_file_name(format!(".{name}.gatefix-{txn}.tmp"))
 }
 
-/// Replaces `path` with `bytes` atomically, keeping its permissions.
+/// Replaces `path` with `bytes` atomically, keeping its permissions. On any failure the temp
+/// file is removed: the original is untouched and nothing is left beside it.
 pub fn replace_file(path: &Path, bytes: &[u8], txn: u32) -> std::io::Result<()> {
     let mode = std::fs::metadata(path)?.permissions();
     let temp = temp_path(path, txn);
     let _ = std::fs::remove_file(&temp); // a crash may have left one
+    fault::write_point("temp file create")?;
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temp)?;
     fault::point("temp file created");
-    let half = bytes.len() / 2;
-    file.write_all(&bytes[..half])?;
-    fault::point("temp file half written");
-    file.write_all(&bytes[half..])?;
-    fault::point("temp file written");
-    file.sync_all()?;
-    fault::point("temp file synced");
-    std::fs::set_permissions(&temp, mode)?;
-    fault::point("temp file mode set");
-    std::fs::rename(&temp, path)?;
+    let written = write_temp(&mut file, &temp, bytes, mode);
+    drop(file);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
+    if let Err(e) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
     fault::point("file renamed into place");
     sync_dir(path.parent().unwrap_or(Path::new(".")))?;
     fault::point("folder synced");
+    Ok(())
+}
+
+fn write_temp(
+    file: &mut File,
+    temp: &Path,
+    bytes: &[u8],
+    mode: std::fs::Permissions,
+) -> std::io::Result<()> {
+    let half = bytes.len() / 2;
+    fault::write_point("temp file first half")?;
+    file.write_all(&bytes[..half])?;
+    fault::point("temp file half written");
+    fault::write_point("temp file second half")?;
+    file.write_all(&bytes[half..])?;
+    fault::point("temp file written");
+    fault::write_point("temp file sync")?;
+    file.sync_all()?;
+    fault::point("temp file synced");
+    std::fs::set_permissions(temp, mode)?;
+    fault::point("temp file mode set");
     Ok(())
 }
 

@@ -17,6 +17,7 @@ pub mod lock;
 pub mod objects;
 pub mod place;
 pub mod revert;
+pub mod space;
 pub mod txn;
 pub mod witness;
 
@@ -155,6 +156,12 @@ impl Ledger {
         (checked, problems)
     }
 
+    /// A write to the ledger is about to happen (a full disk can be simulated here).
+    pub fn write_point(&self, what: &str) -> Result<()> {
+        fault::write_point(what)
+            .map_err(|e| Error::input(format!("ledger {}: {what}: {e}", self.dir.display())))
+    }
+
     /// An error for a damaged object that a transaction needs.
     pub fn damaged(&self, txn: u32, role: &str, file: &str, e: &ObjectError) -> Error {
         Error::input(format!(
@@ -208,6 +215,7 @@ impl Ledger {
     /// Writes a blob and reads it back: an object of that id already on disk but damaged
     /// (libgit2 then skips the write) is replaced.
     fn write_blob(&self, bytes: &[u8]) -> Result<Oid> {
+        self.write_point("cannot write blob")?;
         let id = self
             .repo
             .blob(bytes)
@@ -260,6 +268,7 @@ impl Ledger {
     }
 
     pub fn commit(&self, tree: Oid, parents: &[&Commit], message: &str) -> Result<Oid> {
+        self.write_point("cannot write commit")?;
         let tree = self
             .repo
             .find_tree(tree)
@@ -273,6 +282,14 @@ impl Ledger {
 
     /// Moves `name` from `expected` (`None`: must not exist) to `new`, atomically.
     pub fn move_ref(&self, name: &str, expected: Option<Oid>, new: Oid, why: &str) -> Result<()> {
+        self.write_point(&format!("cannot move {name}"))?;
+        // A ref must never point at an object that is not whole on disk.
+        objects::read(&self.repo, &self.dir, new).map_err(|e| {
+            Error::input(format!(
+                "ledger {}: cannot move {name}: the {e} (was the disk full?)",
+                self.dir.display()
+            ))
+        })?;
         let result = match expected {
             Some(old) => self.repo.reference_matching(name, new, true, old, why),
             None => self.repo.reference(name, new, false, why),
@@ -283,6 +300,7 @@ impl Ledger {
     }
 
     pub fn delete_ref(&self, name: &str) -> Result<()> {
+        self.write_point(&format!("cannot delete {name}"))?;
         match self.repo.find_reference(name) {
             Ok(mut reference) => reference
                 .delete()

@@ -94,13 +94,43 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
         refuse_hidden_transactions(ledger)?;
         refuse_unexplained(ledger, changes)?;
     }
+    super::space::check(&ledger.site_root, &ledger.dir, changes)?;
+    let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
+    let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let (txn, begin, done) = record_images(ledger, meta, changes, &files).map_err(|e| {
+        Error::refused(format!(
+            "{e}; nothing in the site was changed (the transaction was not begun). Run the command again once that is fixed"
+        ))
+    })?;
+
+    // From here until `main` reaches done, the ledger shows the transaction as interrupted:
+    // every error says so, and names the command that resolves it.
+    write_files(ledger, meta, changes, &paths, txn, begin, &files)
+        .map_err(|e| left_interrupted(e, txn))?;
+    ledger
+        .move_ref(MAIN, Some(begin), done, "gatefix: done")
+        .map_err(|e| left_interrupted(e, txn))?;
+    fault::point("main at done");
+    if let Err(e) = ledger.delete_ref(PENDING) {
+        // The transaction is complete; a stale pending ref is ignored and replaced next time.
+        eprintln!("gatefix: warning: {e}");
+    }
+    fault::point("pending ref removed");
+    Ok(txn)
+}
+
+/// Steps 1 and 2: the images, the begin and done commits, `pending`, and `main` at begin.
+/// Nothing in the site changes here; an error leaves `main` where it was.
+fn record_images(
+    ledger: &Ledger,
+    meta: &Meta,
+    changes: &[Change],
+    files: &[&str],
+) -> Result<(u32, Oid, Oid)> {
     super::place::record(&ledger.site_root, &ledger.dir)?;
     let history = History::read(ledger)?;
     let txn = history.next_txn();
-    let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
     let head = ledger.head()?;
-    let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
-
     let base = head.as_ref().and_then(|c| c.tree().ok());
     let pre: Vec<(&str, &[u8])> = changes
         .iter()
@@ -117,7 +147,7 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
     let begin_message = message(
         &format!("begin: {}", meta.subject),
         "Pre-images of the files below, recorded before any of them changed.",
-        &meta.trailers(txn, "begin", &files),
+        &meta.trailers(txn, "begin", files),
     );
     let begin = ledger.commit(pre_tree, &parents, &begin_message)?;
     fault::point("begin commit written");
@@ -125,19 +155,50 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
     let done_message = message(
         &meta.subject,
         &meta.body,
-        &meta.trailers(txn, "done", &files),
+        &meta.trailers(txn, "done", files),
     );
     let done = ledger.commit(post_tree, &[&begin_commit], &done_message)?;
     fault::point("done commit written");
+    // Every object the two commits need is whole on disk before a ref names them (a full
+    // disk can leave a short object behind an id libgit2 reported as written).
+    let mut seen = std::collections::HashSet::new();
+    super::objects::check_reachable(&ledger.repo, &ledger.dir, &[begin, done], false, &mut seen)
+        .map_err(|(what, e)| {
+            Error::input(format!(
+                "ledger {}: {what}: {e} just after it was written (is the disk full?)",
+                ledger.dir.display()
+            ))
+        })?;
     set_ref(ledger, PENDING, done)?;
     fault::point("pending ref set");
     ledger.move_ref(MAIN, head.as_ref().map(|c| c.id()), begin, "gatefix: begin")?;
     fault::point("main at begin");
+    Ok((txn, begin, done))
+}
 
-    for (i, (change, path)) in changes.iter().zip(&paths).enumerate() {
+/// Writes every file; on a failure puts back those already written and records a rollback.
+fn write_files(
+    ledger: &Ledger,
+    meta: &Meta,
+    changes: &[Change],
+    paths: &[PathBuf],
+    txn: u32,
+    begin: Oid,
+    files: &[&str],
+) -> Result<()> {
+    for (i, (change, path)) in changes.iter().zip(paths).enumerate() {
         if let Err(why) = write_checked(path, change, txn) {
             let undone = undo_written(&changes[..i], &paths[..i], txn);
-            record_rollback(ledger, meta, txn, &files, begin)?;
+            if let Err(e) = record_rollback(ledger, meta, txn, files, begin) {
+                return Err(Error::refused(format!(
+                    "{why}; {}, but recording the rollback failed: {e}",
+                    match &undone {
+                        Ok(()) => "every file is back at its old bytes".to_string(),
+                        Err(more) =>
+                            format!("putting back the files already written failed too ({more})"),
+                    }
+                )));
+            }
             return Err(match undone {
                 Ok(()) => Error::refused(format!(
                     "{why}; nothing was changed (the {i} file(s) already written were put back)"
@@ -148,11 +209,20 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
             });
         }
     }
-    ledger.move_ref(MAIN, Some(begin), done, "gatefix: done")?;
-    fault::point("main at done");
-    ledger.delete_ref(PENDING)?;
-    fault::point("pending ref removed");
-    Ok(txn)
+    Ok(())
+}
+
+/// An error that leaves the ledger showing an interrupted transaction ends with the command
+/// that resolves it. Errors that already rolled back (`nothing was changed`) are left as they
+/// are.
+fn left_interrupted(e: Error, txn: u32) -> Error {
+    let text = e.to_string();
+    if text.contains("nothing was changed") || text.contains("`gatefix revert`") {
+        return e;
+    }
+    Error::refused(format!(
+        "{text}; transaction {txn} is left interrupted: run `gatefix revert` to bring every file back to whole bytes"
+    ))
 }
 
 /// A new transaction in one ledger while another ledger of the site still has transactions
@@ -271,6 +341,7 @@ fn find_commit(ledger: &Ledger, oid: Oid) -> Result<Commit<'_>> {
 }
 
 fn set_ref(ledger: &Ledger, name: &str, oid: Oid) -> Result<()> {
+    ledger.write_point(&format!("cannot set {name}"))?;
     ledger
         .repo
         .reference(name, oid, true, "gatefix")
@@ -361,11 +432,19 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
         }
         save_drift(ledger, &begin, &drift)?;
     }
+    let resume = |e: Error| {
+        Error::refused(format!(
+            "{e}; the recovery of transaction {} stopped part-way (every file is whole): run `gatefix revert` again to finish it",
+            begin.txn
+        ))
+    };
     for (_, path, _, want) in &writes {
-        replace_file(path, want, begin.txn).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        replace_file(path, want, begin.txn)
+            .map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })
+            .map_err(resume)?;
         remove_stale_bytecode(path);
         fault::point("recovery file restored");
     }
@@ -385,10 +464,14 @@ pub fn recover(ledger: &Ledger, force: bool) -> Result<Option<Recovered>> {
         rollback_message(&begin, &meta_subject)
     };
     let tree = want_commit.tree_id();
-    let closing = ledger.commit(tree, &[&head], &text)?;
-    ledger.move_ref(MAIN, Some(head.id()), closing, "gatefix: recovered")?;
+    let closing = ledger.commit(tree, &[&head], &text).map_err(resume)?;
+    ledger
+        .move_ref(MAIN, Some(head.id()), closing, "gatefix: recovered")
+        .map_err(resume)?;
     fault::point("recovery recorded");
-    ledger.delete_ref(PENDING)?;
+    if let Err(e) = ledger.delete_ref(PENDING) {
+        eprintln!("gatefix: warning: {e}");
+    }
     Ok(Some(Recovered {
         txn: begin.txn,
         kind: begin.kind,

@@ -109,6 +109,7 @@ pub const SCAN_OPTIONS: ScanOptions = ScanOptions {
     prefilter: true,
     chunking: true,
     kernel_sources: true,
+    max_file_bytes: crate::scan::DEFAULT_MAX_FILE_BYTES,
 };
 
 /// Builds and checks a fix for each requested gate, with its verdict evidence.

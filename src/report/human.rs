@@ -124,8 +124,13 @@ fn summary(report: &AuditReport, width: usize, palette: &Palette, out: &mut Stri
     let cuda = report
         .cuda
         .map_or("CUDA unknown".to_string(), |c| format!("CUDA {}", c.text));
+    let skipped = if stats.skipped_files > 0 {
+        format!(" ({} skipped: see the warnings)", stats.skipped_files)
+    } else {
+        String::new()
+    };
     let line = format!(
-        "{} in {} Python files; {cuda}",
+        "{} in {} Python files{skipped}; {cuda}",
         plural(report.result.gates.len(), "gate", "gates"),
         stats.python_files
     );

@@ -155,7 +155,7 @@ pub fn render_json(report: &KernelsReport) -> String {
             }
             let dist = report.dist(file);
             json!({
-                "path": file.path,
+                "path": crate::site::path_text(&file.path),
                 "dist": dist.as_ref().map(|d| &d.0),
                 "dist_version": dist.as_ref().map(|d| &d.1),
                 "kind": file.kind,
