@@ -407,6 +407,19 @@ impl Rules {
     /// Names that make a file worth parsing: declared helpers, which may be named anything.
     /// Values (`get_platform`, `current_platform`) are not: a gate reads a fact through them
     /// (`.is_sm100`, `.has_device_capability(...)`) whose own name carries a form token.
+    /// The parameter names `[[parameter]]` rules declare (`arch`, `cc`, ...): a function taking
+    /// one is a gate candidate even in a file with no form token (`def supported(cls, arch)`).
+    pub fn parameter_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .parameters
+            .iter()
+            .filter_map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     pub fn token_names(&self) -> Vec<String> {
         self.helpers.keys().cloned().collect()
     }

@@ -14,7 +14,7 @@ use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
-use crate::gate::tokens::{prefilter_tokens, resolve_tokens};
+use crate::gate::tokens::{def_parameter_starts, prefilter_tokens, resolve_tokens};
 use crate::rules::Rules;
 use crate::site::Site;
 use tree_sitter::Tree;
@@ -301,6 +301,7 @@ pub fn scan_overlay(
     }
     let prefilter = prefilter_tokens(&rule_names);
     let resolve = resolve_tokens(&rules.resolve_names());
+    let parameter_names = rules.parameter_names();
     let index = ModuleIndex::new(&site.root, &files, resolve.clone());
 
     let outcomes: Vec<FileOutcome> = files
@@ -319,7 +320,13 @@ pub fn scan_overlay(
                 // Edited text (apply's re-resolution) and file bytes go the same way.
                 let lower_bytes = |bytes: &[u8]| -> FileOutcome {
                     // Where the tokens occur: the prefilter's answer, and what chunking starts from.
-                    let token_starts: Vec<usize> = prefilter.starts(bytes).collect();
+                    let mut token_starts: Vec<usize> = prefilter.starts(bytes).collect();
+                    let params = def_parameter_starts(bytes, &parameter_names);
+                    if !params.is_empty() {
+                        token_starts.extend(params);
+                        token_starts.sort_unstable();
+                        token_starts.dedup();
+                    }
                     if options.prefilter && token_starts.is_empty() {
                         return FileOutcome::Nothing;
                     }

@@ -613,6 +613,8 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
     let mut derived: Vec<String> = Vec::new();
     let mut harvested = vec![false; pieces.len()];
     let mut harvested_locals = vec![false; pieces.len()];
+    let mut harvested_attrs = vec![false; pieces.len()];
+    let mut attributes: Vec<String> = Vec::new();
     loop {
         let holds = subtree_holds(&pieces, &archy);
         let mut new_names = Vec::new();
@@ -642,8 +644,16 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             &mut archy,
             &mut harvested_locals,
         );
+        let attributes_changed = mark_attribute_uses(
+            src,
+            &pieces,
+            &piece_starts,
+            &mut archy,
+            &mut harvested_attrs,
+            &mut attributes,
+        );
         if new_names.is_empty() {
-            if locals_changed {
+            if locals_changed || attributes_changed {
                 continue;
             }
             break;
@@ -953,6 +963,109 @@ fn mark_local_uses(
         }
     }
     changed
+}
+
+/// Instance and class attributes an arch-dependent piece stores (`self._device_arch =
+/// get_device_arch()`, `cls.IS_SM90 = ...`) are read by other methods of the class and of its
+/// subclasses, which the resolver follows (issue 13's instance attributes): every piece of the
+/// file that reads `.NAME` becomes arch-dependent too. File-wide, not per class, because
+/// subclasses and other objects of the class read the attribute as well; a superset is safe.
+/// Returns whether any piece changed.
+fn mark_attribute_uses(
+    src: &[u8],
+    pieces: &[Piece],
+    piece_starts: &[usize],
+    archy: &mut [bool],
+    harvested: &mut [bool],
+    known: &mut Vec<String>,
+) -> bool {
+    let mut new_names: Vec<String> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        if archy[i] && !harvested[i] && piece.is_code() {
+            harvested[i] = true;
+            for name in attribute_stores(&src[piece.range.0..piece.range.1]) {
+                if !known.contains(&name) && !new_names.contains(&name) {
+                    new_names.push(name);
+                }
+            }
+        }
+    }
+    if new_names.is_empty() {
+        return false;
+    }
+    let names = matcher(&new_names);
+    let mut changed = false;
+    for at in names.whole_words(src) {
+        if at == 0 || src[at - 1] != b'.' {
+            continue;
+        }
+        let i = piece_starts.partition_point(|&start| start <= at);
+        if let Some(i) = i.checked_sub(1)
+            && !archy[i]
+            && pieces[i].matters_by_name(src)
+        {
+            archy[i] = true;
+            changed = true;
+        }
+    }
+    known.extend(new_names);
+    changed
+}
+
+/// The attribute names stored through `self.` or `cls.` on the lines of a text: `self.x = ...`,
+/// `self.x: T = ...`, `self.a, self.b = ...`, `self.x += ...` (not `self.x == y`).
+fn attribute_stores(text: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in text.split(|c| *c == b'\n') {
+        let code = line.trim_ascii_start();
+        if !(code.starts_with(b"self.") || code.starts_with(b"cls.")) {
+            continue;
+        }
+        let Some(eq) = assignment_eq(code) else {
+            continue;
+        };
+        for target in code[..eq].split(|c| *c == b',') {
+            let target = target.trim_ascii();
+            let target = target
+                .split(|c| *c == b':')
+                .next()
+                .unwrap_or_default()
+                .trim_ascii();
+            let Some(rest) = target
+                .strip_prefix(b"self.")
+                .or_else(|| target.strip_prefix(b"cls."))
+            else {
+                continue;
+            };
+            if rest.len() >= 2 && rest.iter().all(|c| is_identifier_byte(*c)) {
+                names.push(String::from_utf8_lossy(rest).into_owned());
+            }
+        }
+    }
+    names
+}
+
+/// The position of a line's assignment `=` (plain, annotated or augmented) outside brackets,
+/// when it has one: not `==`, `<=`, `>=`, `!=` or a keyword argument.
+fn assignment_eq(code: &[u8]) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, &c) in code.iter().enumerate() {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'#' | b'"' | b'\'' if depth == 0 => return None,
+            b'=' if depth == 0 => {
+                let next = code.get(i + 1).copied();
+                let prev = i.checked_sub(1).map(|p| code[p]);
+                if next == Some(b'=') || matches!(prev, Some(b'=' | b'<' | b'>' | b'!')) {
+                    return None;
+                }
+                return Some(i);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// In a compound statement, the names bound by the nested assignments whose own lines name a

@@ -173,6 +173,71 @@ pub fn resolve_tokens(rule_names: &[String]) -> Tokens {
     Tokens::grouped([form, rest])
 }
 
+/// Where one of `names` is declared as a parameter of a `def` (`def supported(cls, arch: int)`),
+/// in order. Parameter names such as `arch` or `cc` are too common as substrings to be
+/// prefilter tokens (`search`, `access`), but a `def` that takes one is a parametric gate
+/// candidate (rules/parameters.toml), so the scan treats these places as token hits.
+pub fn def_parameter_starts(bytes: &[u8], names: &[String]) -> Vec<usize> {
+    /// How far a parameter list is read: longer ones are generated code.
+    const MAX_PARAMS_BYTES: usize = 4096;
+    let mut out = Vec::new();
+    if names.is_empty() {
+        return out;
+    }
+    for def in memchr::memmem::find_iter(bytes, b"def ") {
+        if def > 0 && !matches!(bytes[def - 1], b' ' | b'\t' | b'\n') {
+            continue;
+        }
+        let limit = bytes.len().min(def + MAX_PARAMS_BYTES);
+        let Some(open) = memchr::memchr(b'(', &bytes[def..limit]).map(|i| def + i) else {
+            continue;
+        };
+        // The name between `def ` and `(` must be one identifier.
+        if !bytes[def + 4..open]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b' ')
+        {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut close = None;
+        for (i, &c) in bytes[open..limit].iter().enumerate() {
+            match c {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        close = Some(open + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        let params = &bytes[open + 1..close];
+        for name in names {
+            for at in memchr::memmem::find_iter(params, name.as_bytes()) {
+                let end = at + name.len();
+                let ident = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+                let before = params[..at].iter().rev().find(|c| !c.is_ascii_whitespace());
+                let after = params[end..].iter().find(|c| !c.is_ascii_whitespace());
+                let whole = (at == 0 || !ident(&params[at - 1]))
+                    && params.get(end).is_none_or(|c| !ident(c));
+                if whole
+                    && before.is_none_or(|c| matches!(c, b',' | b'*'))
+                    && after.is_none_or(|c| matches!(c, b':' | b',' | b'='))
+                {
+                    out.push(open + 1 + at);
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 fn last_segment(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
 }
@@ -180,6 +245,20 @@ fn last_segment(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_parameters_of_defs_are_found_and_look_alikes_are_not() {
+        let names = vec!["arch".to_string(), "cc".to_string()];
+        let src = b"def supported(cls, arch: int):\n    pass\nasync def f(cc, *, x=1): pass\n\
+            search = arch_list(cc)\ndef g(self, archs, access=cc): pass\nx = 'def h(arch)'\n";
+        let found: Vec<&[u8]> = def_parameter_starts(src, &names)
+            .into_iter()
+            .map(|at| &src[at..at + 4.min(src.len() - at)])
+            .collect();
+        // `arch` of `supported`, `cc` of `f`; not the call's `cc`, not `archs`, not a default
+        // value, not a `def` glued to a quote.
+        assert_eq!(found, [&b"arch"[..], b"cc, "]);
+    }
 
     #[test]
     fn many_tokens_are_searched_by_several_automata_finding_every_occurrence() {
