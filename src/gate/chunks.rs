@@ -637,13 +637,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             };
             new_names.extend(defined_name(src, range, has_token).filter(|n| !derived.contains(n)));
         }
-        let locals_changed = mark_local_uses(
-            &splitter,
-            &pieces,
-            &derived,
-            &mut archy,
-            &mut harvested_locals,
-        );
+        let locals_changed = mark_local_uses(&splitter, &pieces, &mut archy, &mut harvested_locals);
         let attributes_changed = mark_attribute_uses(
             src,
             &pieces,
@@ -928,13 +922,11 @@ fn import_list(list: &[u8]) -> Vec<&[u8]> {
 fn mark_local_uses(
     splitter: &Splitter,
     pieces: &[Piece],
-    derived: &[String],
     archy: &mut [bool],
     harvested: &mut [bool],
 ) -> bool {
     let src = splitter.lines.src;
     let mut by_scope: std::collections::HashMap<usize, Vec<String>> = Default::default();
-    let mut derived_matcher = None;
     for (i, piece) in pieces.iter().enumerate() {
         if let Some(scope) = piece.scope
             && archy[i]
@@ -943,8 +935,7 @@ fn mark_local_uses(
             harvested[i] = true;
             let names = by_scope.entry(scope).or_default();
             names.extend(assigned_names(&src[piece.range.0..piece.range.1]));
-            let derived = derived_matcher.get_or_insert_with(|| matcher(derived));
-            names.extend(nested_archy_assignments(splitter, piece.range, derived));
+            names.extend(nested_archy_assignments(splitter, piece.range));
         }
     }
     let mut changed = false;
@@ -1068,13 +1059,9 @@ fn assignment_eq(code: &[u8]) -> Option<usize> {
     None
 }
 
-/// In a compound statement, the names bound by the nested assignments whose own lines name a
-/// token or a derived name: `family = _arch()` in one branch of an `if`, read after it.
-fn nested_archy_assignments(
-    splitter: &Splitter,
-    (start, end): (usize, usize),
-    derived: &Matcher,
-) -> Vec<String> {
+/// In an arch-dependent compound statement, the names bound by the assignments nested in it:
+/// `family = _arch()` or `backend = "xqa"` in one branch of an `if`, read after it.
+fn nested_archy_assignments(splitter: &Splitter, (start, end): (usize, usize)) -> Vec<String> {
     let src = splitter.lines.src;
     let starts: Vec<usize> = splitter
         .lines
@@ -1087,14 +1074,10 @@ fn nested_archy_assignments(
         let line_end = starts.get(i + 1).copied().unwrap_or(end);
         let logical = &src[at..line_end];
         let code = logical.trim_ascii_start();
-        let code_start = line_end - code.len();
-        if is_assignment(code)
-            && (splitter.token_starts.code_hit(
-                src,
-                (code_start, line_end),
-                NotCode::CommentsAndBareStrings,
-            ) || derived.is_match(code))
-        {
+        // Any assignment nested in an arch-dependent statement binds a device value: the
+        // model joins what each arm assigns under the arm's test (`if cc[0] == 12: backend =
+        // "sparse"`), so the name depends on the device although its own line names nothing.
+        if is_assignment(code) {
             names.extend(assigned_names(code));
         }
     }
