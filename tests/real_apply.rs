@@ -363,3 +363,30 @@ fn sglang_0510_fusion_is_refused_over_its_flashinfer_and_opens_over_072() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(hash_tree(site.path()), before);
 }
+
+/// Issue 17: a re-apply over a site whose ledger was removed finds the patches "already
+/// applied"; it must not say all is well. With the ledger it exits 0 quietly; without it, it
+/// warns that no transaction records the files, names the way back, and exits 1.
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0523_reapply_without_its_ledger_says_the_site_has_no_way_back() {
+    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let out = apply(site.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let again = apply(site.path(), &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(!stderr(&again).contains("warning"), "{}", stderr(&again));
+
+    std::fs::remove_dir_all(site.path().join(".gatefix")).expect("the ledger is in the site");
+    let orphaned = apply(site.path(), &[]);
+    let err = stderr(&orphaned);
+    assert_eq!(orphaned.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("add_norm.py is already patched, but no transaction in the ledger"),
+        "{err}"
+    );
+    assert!(
+        err.contains("pip install --force-reinstall --no-deps sglang==0.5.23"),
+        "{err}"
+    );
+}

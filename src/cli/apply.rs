@@ -12,6 +12,7 @@ use crate::kernel::query::{KernelIndex, Requirement};
 use crate::ledger::history::{History, Kind, PatchEntry};
 use crate::ledger::lock::SiteLock;
 use crate::ledger::txn::{self, Change, Meta};
+use crate::ledger::witness::{self, Witness};
 use crate::ledger::{Ledger, fault};
 use crate::patch::{Decision, Patch, PatchSet, plan};
 use crate::report::patches as render;
@@ -137,6 +138,9 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         eprintln!("gatefix: dry run: nothing was written");
         return Ok(code);
     }
+    if unexplained_already_applied(&site, &ledger_dir, &plan)? {
+        code = code.max(exit::FINDINGS);
+    }
     if plan.files.is_empty() {
         eprintln!("gatefix: nothing to write");
         return Ok(code);
@@ -249,6 +253,52 @@ fn kernel_index(site: &Site, rules: &Rules, libraries: bool) -> KernelIndex {
 
 /// 3 when a patch meant for this site was refused or did not fit it; a patch named with
 /// `--patch` that is not for the site counts too.
+/// A patch found already applied whose files no transaction in effect explains (the ledger
+/// was removed, or lives elsewhere): saying "already applied" alone would hide that gatefix can
+/// no longer take it back. Warns with the way back (as `status` does); true when it warned.
+fn unexplained_already_applied(
+    site: &Site,
+    ledger_dir: &std::path::Path,
+    plan: &plan::Plan,
+) -> Result<bool> {
+    let files: Vec<String> = plan
+        .patches
+        .iter()
+        .filter(|p| matches!(p.decision, Decision::AlreadyApplied))
+        .flat_map(|p| p.patch.edits.iter().map(|e| e.file.clone()))
+        .collect();
+    if files.is_empty() {
+        return Ok(false);
+    }
+    let ledger = Ledger::open(ledger_dir, &site.root)?;
+    let history = match &ledger {
+        Some(ledger) => Some(History::read(ledger)?),
+        None => None,
+    };
+    let states = Witness::new(site).examine(ledger.as_ref().zip(history.as_ref()), &files);
+    let unexplained: Vec<_> = states
+        .iter()
+        .filter(|s| s.state == witness::State::NotByGatefix)
+        .collect();
+    if unexplained.is_empty() {
+        return Ok(false);
+    }
+    for state in &unexplained {
+        eprintln!(
+            "gatefix: warning: {} is already patched, but no transaction in the ledger at {} records it: `gatefix revert` cannot take it back",
+            state.file,
+            ledger_dir.display()
+        );
+    }
+    eprintln!(
+        "gatefix: if the ledger is elsewhere, name it with --ledger DIR (or $GATEFIX_LEDGER); to put back the bytes pip installed:"
+    );
+    for command in witness::way_back(&states) {
+        eprintln!("  {command}");
+    }
+    Ok(true)
+}
+
 fn exit_code(plan: &plan::Plan, named: bool) -> i32 {
     let troubled = plan.patches.iter().any(|p| match &p.decision {
         Decision::Refused(_) | Decision::NotApplicable(_) => true,
