@@ -304,6 +304,8 @@ pub fn scan_overlay(
     let parameter_names = rules.parameter_names();
     let index = ModuleIndex::new(&site.root, &files, resolve.clone());
 
+    let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
+    let clock = std::time::Instant::now();
     let outcomes: Vec<FileOutcome> = files
         .par_iter()
         .map(|file| {
@@ -386,6 +388,9 @@ pub fn scan_overlay(
             })
         })
         .collect();
+    if timings {
+        eprintln!("scan: read, parse and lower {:?}", clock.elapsed());
+    }
     let mut lowered: Vec<(String, SharedModule, Vec<Warning>)> = Vec::new();
     let mut skipped_files = walk_skips;
     for outcome in outcomes {
@@ -409,7 +414,12 @@ pub fn scan_overlay(
         .par_iter()
         .flat_map_iter(|(file, module, _)| {
             let resolver = Resolver::new(&index, rules, resolve.clone());
-            resolve_module(&resolver, module)
+            let started = std::time::Instant::now();
+            let resolved = resolve_module(&resolver, module);
+            if timings && started.elapsed().as_millis() >= 100 {
+                eprintln!("scan: resolving {file} took {:?}", started.elapsed());
+            }
+            resolved
                 .into_iter()
                 .map(|resolved| {
                     let site_record = &module.sites[resolved.site_index];
@@ -439,6 +449,9 @@ pub fn scan_overlay(
                 .collect::<Vec<_>>()
         })
         .collect();
+    if timings {
+        eprintln!("scan: resolve {:?}", clock.elapsed());
+    }
     gates.sort_by(|a, b| {
         (&a.file, a.line, a.column, a.form.specificity(), a.form).cmp(&(
             &b.file,

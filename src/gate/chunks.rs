@@ -615,8 +615,6 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
     let mut harvested_locals = vec![false; pieces.len()];
     let mut harvested_attrs = vec![false; pieces.len()];
     let mut attributes: Vec<String> = Vec::new();
-    let mut harvested_calls = vec![false; pieces.len()];
-    let top_functions = top_level_functions(src, &pieces);
     loop {
         let holds = subtree_holds(&pieces, &archy);
         let mut new_names = Vec::new();
@@ -648,15 +646,8 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             &mut harvested_attrs,
             &mut attributes,
         );
-        let callees_changed = mark_called_functions(
-            src,
-            &pieces,
-            &top_functions,
-            &mut archy,
-            &mut harvested_calls,
-        );
         if new_names.is_empty() {
-            if locals_changed || attributes_changed || callees_changed {
+            if locals_changed || attributes_changed {
                 continue;
             }
             break;
@@ -960,78 +951,6 @@ fn mark_local_uses(
                 archy[i] = true;
                 changed = true;
             }
-        }
-    }
-    changed
-}
-
-/// The module's top-level functions by name, with their first piece.
-fn top_level_functions<'s>(src: &'s [u8], pieces: &[Piece]) -> Vec<(&'s [u8], usize)> {
-    let mut out: Vec<(&[u8], usize)> = pieces
-        .iter()
-        .enumerate()
-        .filter(|(_, piece)| piece.depth == 0)
-        .filter_map(|(i, piece)| match definition_name(src, piece.range) {
-            Some((name, Definition::Function)) => Some((name.as_bytes(), i)),
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-/// A top-level function an arch-dependent piece calls by name may receive a device value as
-/// an argument (`_cuda_arch_suffix(major, minor)` after `major, minor =
-/// get_device_capability()`): the resolver reads such a parameter from the module's callers
-/// and records the comparisons on it of a function small enough to summarise as parametric
-/// gates, so such a body is kept (all of it, when it was split). Returns whether any piece
-/// changed.
-fn mark_called_functions(
-    src: &[u8],
-    pieces: &[Piece],
-    functions: &[(&[u8], usize)],
-    archy: &mut [bool],
-    harvested: &mut [bool],
-) -> bool {
-    if functions.is_empty() {
-        return false;
-    }
-    let mut called: Vec<usize> = Vec::new();
-    for (i, piece) in pieces.iter().enumerate() {
-        if !archy[i] || harvested[i] || !piece.is_code() {
-            continue;
-        }
-        harvested[i] = true;
-        let text = &src[piece.range.0..piece.range.1];
-        for (start, end) in byte_runs(text, is_identifier_byte) {
-            let word = &text[start..end];
-            let calls = text[end..].iter().find(|c| **c != b' ') == Some(&b'(');
-            if calls && let Ok(at) = functions.binary_search_by(|(name, _)| (*name).cmp(word)) {
-                called.push(functions[at].1);
-            }
-        }
-    }
-    let mut changed = false;
-    for def in called {
-        let end = subtree_end(pieces, def);
-        let bytes = pieces
-            .get(end)
-            .map_or(src.len(), |p| p.range.0)
-            .saturating_sub(pieces[def].range.0);
-        // Only a function small enough to summarise compares its parameters as gates
-        // (`lower::MAX_HELPER_BODY_BYTES`); a bigger one is a free call to the resolver.
-        if bytes > super::lower::MAX_HELPER_BODY_BYTES {
-            continue;
-        }
-        for j in def..end {
-            if !archy[j] && pieces[j].is_code() {
-                archy[j] = true;
-                changed = true;
-            }
-        }
-        if !archy[def] {
-            archy[def] = true;
-            changed = true;
         }
     }
     changed
