@@ -635,7 +635,11 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
                 }
                 _ => (piece.range, token_hit[i]),
             };
-            new_names.extend(defined_name(src, range, has_token).filter(|n| !derived.contains(n)));
+            new_names.extend(
+                defined_name(src, range, has_token)
+                    .into_iter()
+                    .filter(|n| !derived.contains(n)),
+            );
         }
         let locals_changed = mark_local_uses(&splitter, &pieces, &mut archy, &mut harvested_locals);
         let attributes_changed = mark_attribute_uses(
@@ -1279,13 +1283,26 @@ fn is_assignment(statement: &[u8]) -> bool {
 /// value. Not a `def` that only calls such a function, nor a `class`: resolution infers
 /// neither, so the statements that use their names need not be parsed. Imports bind names
 /// too, but those are defined elsewhere: the importing file's uses carry their own tokens.
-fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Option<String> {
-    let name = match definition_name(src, range) {
-        Some((name, Definition::Function)) if has_token => name.to_string(),
-        Some(_) => return None,
-        None => assigned_name(&src[range.0..range.1])?,
+fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Vec<String> {
+    let names = match definition_name(src, range) {
+        Some((name, Definition::Function)) if has_token => vec![name.to_string()],
+        Some(_) => return Vec::new(),
+        None => {
+            // Unpacking binds every target (`major, minor = get_device_capability()`): with
+            // only the first name, a file big enough to be chunked lost the gates on `minor`,
+            // and those on `major` when the first target was something else.
+            let statement = &src[range.0..range.1];
+            let mut names = assigned_names(statement);
+            if names.is_empty() {
+                names.extend(assigned_name(statement));
+            }
+            names
+        }
     };
-    (name.len() >= 3 && !is_keyword(&name)).then_some(name)
+    names
+        .into_iter()
+        .filter(|name| name.len() >= 2 && !is_keyword(name))
+        .collect()
 }
 
 /// An expression statement that binds nothing and holds no `if` (as the lowering's own

@@ -1669,14 +1669,23 @@ impl<'a> Lowerer<'a> {
     }
 
     fn bool_op(&self, node: Node<'a>, depth: usize) -> Expr {
-        let is_and = node
-            .field(F::Operator)
-            .is_some_and(|o| self.text(o) == "and");
+        let is_and_op = |n: Node<'a>| n.field(F::Operator).map(|o| self.text(o) == "and");
+        let is_and = is_and_op(node).unwrap_or(false);
+        // `a or b or c ...` nests to the left, one level per operand: the chain is walked down
+        // its left spine without recursion, so a 60-term chain (flashinfer has them) lowers
+        // like a short one instead of passing MAX_EXPR_DEPTH.
+        let mut rights = Vec::new();
+        let mut left = Some(node);
+        while let Some(n) = left {
+            if n.kind_name() == "boolean_operator" && is_and_op(n) == Some(is_and) {
+                rights.extend(n.field(F::Right));
+                left = n.field(F::Left);
+            } else {
+                break;
+            }
+        }
         let mut operands = Vec::new();
-        for field in [F::Left, F::Right] {
-            let Some(side) = node.field(field) else {
-                continue;
-            };
+        for side in left.into_iter().chain(rights.into_iter().rev()) {
             match self.expr(side, depth) {
                 Expr::And(inner) if is_and => operands.extend(inner),
                 Expr::Or(inner) if !is_and => operands.extend(inner),
