@@ -1926,3 +1926,35 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
     };
     Ok(lowerer.expr(node, 0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `a or b or c ...` nests one level per operand; a 200-term chain (flashinfer has 50+)
+    /// lowers to one `Or` of every operand, not to an opaque expression past MAX_EXPR_DEPTH.
+    #[test]
+    fn long_boolean_chains_lower_flat_whatever_their_length() {
+        for (op, n) in [("or", 200), ("and", 120), ("or", 2)] {
+            let text = (0..n)
+                .map(|i| format!("x == {i}"))
+                .collect::<Vec<_>>()
+                .join(&format!(" {op} "));
+            let operands = match lower_expression(&text).expect("parses") {
+                Expr::Or(operands) if op == "or" => operands,
+                Expr::And(operands) if op == "and" => operands,
+                other => panic!("{op} x{n}: {other:?}"),
+            };
+            assert_eq!(operands.len(), n, "{op} x{n}");
+            assert!(operands.iter().all(|e| !matches!(e, Expr::Other(_))));
+        }
+        // A mixed chain keeps its precedence: `a or b and c` is `Or[a, And[b, c]]`.
+        match lower_expression("a or b and c or d").expect("parses") {
+            Expr::Or(operands) => {
+                assert_eq!(operands.len(), 3);
+                assert!(matches!(&operands[1], Expr::And(inner) if inner.len() == 2));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
