@@ -1008,7 +1008,7 @@ fn mark_attribute_uses(
 }
 
 /// The attribute names stored through `self.` or `cls.` on the lines of a text: `self.x = ...`,
-/// `self.x: T = ...`, `self.a, self.b = ...`, `self.x += ...` (not `self.x == y`).
+/// `self.x: T = ...`, `self.a, self.b = ...` (not `self.x == y`).
 fn attribute_stores(text: &[u8]) -> Vec<String> {
     let mut names = Vec::new();
     for line in text.split(|c| *c == b'\n') {
@@ -1016,7 +1016,11 @@ fn attribute_stores(text: &[u8]) -> Vec<String> {
         if !(code.starts_with(b"self.") || code.starts_with(b"cls.")) {
             continue;
         }
-        let Some(eq) = assignment_eq(code) else {
+        // `is_assignment` vets the first `=` (not `==`, not inside a call's keywords).
+        let Some(eq) = is_assignment(code)
+            .then(|| code.iter().position(|c| *c == b'='))
+            .flatten()
+        else {
             continue;
         };
         for target in code[..eq].split(|c| *c == b',') {
@@ -1038,29 +1042,6 @@ fn attribute_stores(text: &[u8]) -> Vec<String> {
         }
     }
     names
-}
-
-/// The position of a line's assignment `=` (plain, annotated or augmented) outside brackets,
-/// when it has one: not `==`, `<=`, `>=`, `!=` or a keyword argument.
-fn assignment_eq(code: &[u8]) -> Option<usize> {
-    let mut depth = 0i32;
-    for (i, &c) in code.iter().enumerate() {
-        match c {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            b'#' | b'"' | b'\'' if depth == 0 => return None,
-            b'=' if depth == 0 => {
-                let next = code.get(i + 1).copied();
-                let prev = i.checked_sub(1).map(|p| code[p]);
-                if next == Some(b'=') || matches!(prev, Some(b'=' | b'<' | b'>' | b'!')) {
-                    return None;
-                }
-                return Some(i);
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// In an arch-dependent compound statement, the names bound by the assignments nested in it:
