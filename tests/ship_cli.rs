@@ -434,6 +434,88 @@ fn explain_without_a_target_or_nvidia_smi_asks_for_one() {
     assert!(stderr(&out).contains("--target"), "{}", stderr(&out));
 }
 
+fn explain_json(site: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut args = extra.to_vec();
+    args.extend(["--format", "json"]);
+    let out = explain(site, &args);
+    let value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("explain's JSON: {e}\n{}", stdout(&out)));
+    (out.status.code(), value)
+}
+
+const NEEDS_SM90: &str = "ValueError: needs SM90 or SM10X";
+
+#[test]
+fn explain_a_raise_whose_guard_is_an_opportunity_says_the_gate_can_open() {
+    // backends.py:43 raises unless sm_90/sm_100, and the fused allreduce after it has an
+    // sm_120 kernel: the guard is an opportunity at sm_120, a wall at sm_89.
+    let out = explain(
+        Path::new(SITE),
+        &[NEEDS_SM90, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "raise at sglang/srt/layers/backends.py:44 in checked_allreduce (sglang 0.5.23)"
+        ) && text.contains("guarded by sglang/srt/layers/backends.py:43")
+            && text.contains("this check raises, yet the code after it has a kernel for sm_120")
+            && text.contains("Run: gatefix apply sm_120 --dry-run"),
+        "{text}"
+    );
+    assert!(!text.contains("must stay closed"), "{text}");
+    let out = explain(
+        Path::new(SITE),
+        &[NEEDS_SM90, "--target", "sm_89", "--cuda", "12.8"],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("at sm_89 this check raises (verdict: wall)")
+            && text.contains("must stay closed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_json_holds_the_same_findings() {
+    let (code, json) = explain_json(
+        Path::new(SITE),
+        &[NEEDS_SM90, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(json["exception"], "ValueError");
+    assert_eq!(json["message"], "needs SM90 or SM10X");
+    assert_eq!(json["target"], "sm_120");
+    assert_eq!(json["conclusion"], "can-open");
+    let raises = json["raises"].as_array().unwrap();
+    assert_eq!(raises.len(), 1, "{json}");
+    assert_eq!(raises[0]["file"], "sglang/srt/layers/backends.py");
+    assert_eq!(raises[0]["line"], 44);
+    assert_eq!(raises[0]["distribution"], "sglang 0.5.23");
+    let guard = &raises[0]["guard"];
+    assert_eq!(guard["line"], 43);
+    assert_eq!(guard["raises"], "yes");
+    assert_eq!(guard["verdict"], "opportunity");
+    assert_eq!(
+        guard["text"],
+        "not (is_sm90_supported() or is_sm100_supported())"
+    );
+    let (_, json) = explain_json(
+        Path::new(SITE),
+        &[NEEDS_SM90, "--target", "sm_90", "--cuda", "12.8"],
+    );
+    assert_eq!(json["raises"][0]["guard"]["raises"], "no");
+    assert_eq!(json["conclusion"], "no-patch");
+    // No site has it: exit 1, still one JSON document on stdout.
+    let (code, json) = explain_json(
+        Path::new(SITE),
+        &["This kernel only supports sm100f.", "--target", "sm_120"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(json["conclusion"], "not-found");
+    assert_eq!(json["raises"].as_array().map(Vec::len), Some(0));
+}
+
 const NO_ARCHS: &str =
     "RuntimeError: No supported CUDA architectures found for major versions [9, 10]";
 
@@ -475,6 +557,33 @@ fn explain_the_original_crash_on_sglang_055_flashinfer_050() {
         "refused, kernel missing: {text}"
     );
     assert!(!text.contains("\nfix: "), "{text}");
+    // The same findings as JSON.
+    let (code, json) = explain_json(
+        site.path(),
+        &[NO_ARCHS, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(json["conclusion"], "no-kernel");
+    let raise = &json["raises"][0];
+    assert_eq!(raise["file"], "flashinfer/compilation_context.py");
+    assert_eq!(raise["generator_list"], "[9, 10]");
+    let generators = raise["generators"].as_array().unwrap();
+    assert_eq!(generators.len(), 1, "{json}");
+    assert_eq!(
+        generators[0]["id"],
+        "flashinfer.jit.comm:gen_trtllm_comm_module"
+    );
+    assert_eq!(generators[0]["kernel"], "missing");
+    assert!(
+        generators[0]["reached_from"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["file"] == "sglang/srt/layers/communicator.py" && r["line"] == 567),
+        "{json}"
+    );
+    assert_eq!(json["patches"][0]["id"], "sglang-ar-fusion-communicator");
+    assert_eq!(json["patches"][0]["applies"], false);
 }
 
 #[test]

@@ -1,21 +1,26 @@
 //! `gatefix explain MESSAGE|LOGFILE`: where a message can be raised in the site, the gates and
 //! JIT generators that lead there, their verdicts at the target, and what to do.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 
+use super::Format;
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::explain::{self, Match};
-use crate::gate::predicate::{Admits, evaluate};
+use crate::gate::predicate::{Admits, CudaVersion, collapse_whitespace, evaluate};
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::patch::PatchSet;
+use crate::report::explain::{
+    Capture, Conclusion, Explanation, GateReach, GeneratorFinding, GuardFinding, PatchAdvice,
+    RaiseSite, render_human, render_json,
+};
 use crate::rules::Rules;
-use crate::scan::{ScanOptions, scan_with};
+use crate::scan::{ScanOptions, ScanResult, scan_with};
 use crate::site::Site;
-use crate::verdict::{VerdictKind, judge};
+use crate::verdict::{Verdicts, judge};
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
@@ -38,6 +43,9 @@ pub struct ExplainArgs {
     /// CUDA version for `cuda >= X` atoms; default: from the site's torch/version.py.
     #[arg(long, value_name = "X.Y")]
     pub cuda: Option<String>,
+    /// Output format: `json` holds every finding in full (gate text not elided).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 /// The compute capability of the first GPU, from `nvidia-smi` when it is installed.
@@ -93,15 +101,17 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
     eprintln!("gatefix: site {}, target {target}", root.display());
     let site = Site::open(&root)?;
     let matches = explain::find(&site.root, &message);
-    let mut out = String::new();
-    let shown = if kind.is_empty() {
-        message.clone()
-    } else {
-        format!("{kind}: {message}")
+    let mut explanation = Explanation {
+        exception: (!kind.is_empty()).then_some(kind),
+        message,
+        site: site.root.display().to_string(),
+        target: target.to_string(),
+        raises: Vec::new(),
+        patches: Vec::new(),
+        conclusion: Conclusion::NotFound,
     };
-    let _ = writeln!(out, "explain: {shown}");
     if matches.is_empty() {
-        print!("{out}");
+        print(&explanation, args.format);
         eprintln!(
             "gatefix: no raise or check site in {} has this message; is it the site the \
              program ran with (--venv, --site, --python)?",
@@ -127,33 +137,128 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
     );
     let verdicts = judge(&site, &scan, &rules, &[target], cuda.as_ref());
     let kernels = KernelIndex::build_jit_only(&site, &scan);
-    let mut generators_seen: Vec<String> = Vec::new();
-    let mut missing_kernel = false;
-    for found in &matches {
-        describe_site(&mut out, &site, found);
-        if let Some(condition) = &found.site.condition {
-            let _ = writeln!(
-                out,
-                "  a check in native code: it fails unless `{condition}`; the kernel behind it was \
-                 built for what that condition names, and no Python gate decides it"
-            );
-            continue;
+    let context = Context {
+        site: &site,
+        scan: &scan,
+        verdicts: &verdicts,
+        kernels: &kernels,
+        target,
+        cuda: cuda.as_ref(),
+    };
+    explanation.raises = matches.iter().map(|m| context.raise_site(m)).collect();
+    let generators: Vec<&str> = explanation
+        .raises
+        .iter()
+        .flat_map(|r| r.generators.iter().map(|g| g.id.as_str()))
+        .collect();
+    explanation.patches = context.patches(&generators);
+    let guards_raising = || {
+        explanation
+            .raises
+            .iter()
+            .filter_map(|r| r.guard.as_ref())
+            .filter(|g| g.raises == "yes")
+    };
+    let missing_kernel = explanation
+        .raises
+        .iter()
+        .any(|r| r.generators.iter().any(|g| g.kernel == "missing"))
+        || guards_raising().any(|g| matches!(g.verdict, "wall" | "trap"));
+    let can_open = guards_raising().any(|g| g.verdict == "opportunity");
+    let unknown = guards_raising().any(|g| !matches!(g.verdict, "wall" | "trap" | "opportunity"));
+    explanation.conclusion = if missing_kernel {
+        Conclusion::NoKernel
+    } else if can_open {
+        Conclusion::CanOpen
+    } else if !explanation.patches.is_empty() {
+        Conclusion::SeePatches
+    } else if unknown {
+        Conclusion::Unverified
+    } else {
+        Conclusion::NoPatch
+    };
+    print(&explanation, args.format);
+    // The scan's trees are large and the process ends here: leave them to the OS.
+    std::mem::forget(scan);
+    Ok(exit::OK)
+}
+
+fn print(explanation: &Explanation, format: Format) {
+    let text = match format {
+        Format::Human => render_human(explanation),
+        Format::Json => render_json(explanation),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// What the findings at one raise site are read from.
+struct Context<'a> {
+    site: &'a Site,
+    scan: &'a ScanResult,
+    verdicts: &'a Verdicts,
+    kernels: &'a KernelIndex,
+    target: Arch,
+    cuda: Option<&'a CudaVersion>,
+}
+
+impl Context<'_> {
+    fn raise_site(&self, found: &Match) -> RaiseSite {
+        let s = &found.site;
+        let mut raise = RaiseSite {
+            kind: s.kind.clone(),
+            file: s.file.clone(),
+            line: s.line,
+            function: s.function.clone(),
+            distribution: self
+                .site
+                .owner(&s.file)
+                .map(|d| format!("{} {}", d.name, d.version)),
+            partial: found.partial,
+            template: s.template_text(),
+            captures: found
+                .captures
+                .iter()
+                .map(|(name, value)| Capture {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+            native_condition: s.condition.clone(),
+            generators: Vec::new(),
+            generator_list: None,
+            guard: None,
+        };
+        if raise.native_condition.is_some() {
+            return raise;
         }
-        let function = found.site.function.clone().unwrap_or_default();
         // JIT generators that call the function raising: the placeholder naming the arch
         // list (captured from the message) picks those whose list it printed.
-        let call = format!("{function}(");
         let lists: Vec<&String> = found
             .captures
             .iter()
             .filter(|(_, v)| v.starts_with('['))
             .map(|(_, v)| v)
             .collect();
-        let generators: Vec<&crate::kernel::jit::Generator> = kernels
+        raise.generators = self.generators(s.function.as_deref().unwrap_or_default(), &lists);
+        if !raise.generators.is_empty() {
+            raise.generator_list = lists.first().map(|l| l.to_string());
+            return raise;
+        }
+        raise.guard = self.guard(s);
+        raise
+    }
+
+    fn generators(&self, function: &str, lists: &[&String]) -> Vec<GeneratorFinding> {
+        if function.is_empty() {
+            return Vec::new();
+        }
+        let call = format!("{function}(");
+        let target = self.target;
+        self.kernels
             .jit
             .generators
             .iter()
-            .filter(|g| !function.is_empty() && g.text.contains(&call))
+            .filter(|g| g.text.contains(&call))
             .filter(|g| {
                 lists.is_empty()
                     || g.majors.as_ref().is_some_and(|m| {
@@ -167,232 +272,131 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
                         lists.iter().any(|l| **l == shown)
                     })
             })
-            .collect();
-        if !generators.is_empty() {
-            let which = if lists.is_empty() {
-                String::new()
-            } else {
-                format!(" with the list {}", lists[0])
-            };
-            let _ = writeln!(out, "  JIT generators that call {function}{which}:");
-            for g in &generators {
-                let answer = kernels.coverage(&Requirement::Jit(g.id.clone()), target, &site);
-                let word = match &answer {
-                    Answer::Covered { .. } => format!("kernel present at {target}"),
-                    Answer::NotCovered { .. } => {
-                        missing_kernel = true;
-                        format!("NO kernel at {target}")
-                    }
-                    Answer::Unknown { why } => format!("unknown at {target} ({why})"),
+            .map(|g| {
+                let answer =
+                    self.kernels
+                        .coverage(&Requirement::Jit(g.id.clone()), target, self.site);
+                let (kernel, why) = match answer {
+                    Answer::Covered { .. } => ("present", None),
+                    Answer::NotCovered { .. } => ("missing", None),
+                    Answer::Unknown { why } => ("unknown", Some(why)),
                 };
-                let _ = writeln!(out, "    {}  {}:{}  {word}", g.id, g.file, g.line);
-                generators_seen.push(g.id.clone());
-                // The gates whose path needs it, outside the generator's own file.
-                for (gate, per_target) in scan.gates.iter().zip(&verdicts) {
-                    let Some(verdict) = per_target.first() else {
-                        continue;
-                    };
-                    let needle = format!("JIT generator {}:", g.id);
-                    if gate.file == g.file || !verdict.evidence.iter().any(|e| e.contains(&needle))
-                    {
-                        continue;
-                    }
-                    let _ = writeln!(
-                        out,
-                        "      reached from {} {}:{}  `{}`: {} at {target}",
-                        gate.dist.as_deref().unwrap_or("?"),
-                        gate.file,
-                        gate.line,
-                        crate::report::human::elide(
-                            &crate::gate::predicate::collapse_whitespace(&gate.text),
-                            70
-                        ),
-                        verdict.kind.name()
-                    );
-                    if verdict.kind == VerdictKind::Trap {
-                        let _ = writeln!(
-                            out,
-                            "        this gate lets {target} onto the path that raises: keep off \
-                             it (the flag or backend it guards) until a kernel exists"
-                        );
-                    }
+                GeneratorFinding {
+                    id: g.id.clone(),
+                    file: g.file.clone(),
+                    line: g.line,
+                    kernel,
+                    why,
+                    reached_from: self.reached_from(g),
                 }
-            }
-            continue;
-        }
-        // Otherwise: the gate guarding the raise, nearest above it in the same function.
-        let guard = scan
+            })
+            .collect()
+    }
+
+    /// The gates whose path needs the generator, outside the generator's own file.
+    fn reached_from(&self, g: &crate::kernel::jit::Generator) -> Vec<GateReach> {
+        let needle = format!("JIT generator {}:", g.id);
+        self.scan
+            .gates
+            .iter()
+            .zip(self.verdicts)
+            .filter_map(|(gate, per_target)| {
+                let verdict = per_target.first()?;
+                if gate.file == g.file || !verdict.evidence.iter().any(|e| e.contains(&needle)) {
+                    return None;
+                }
+                Some(GateReach {
+                    distribution: gate.dist.clone(),
+                    file: gate.file.clone(),
+                    line: gate.line,
+                    text: collapse_whitespace(&gate.text),
+                    verdict: verdict.kind.name(),
+                })
+            })
+            .collect()
+    }
+
+    /// The gate guarding the raise: nearest above it in the same function.
+    fn guard(&self, s: &explain::Site) -> Option<GuardFinding> {
+        let (index, gate) = self
+            .scan
             .gates
             .iter()
             .enumerate()
             .filter(|(_, g)| {
-                g.file == found.site.file
-                    && g.line <= found.site.line
-                    && g.line + 20 >= found.site.line
+                g.file == s.file
+                    && g.line <= s.line
+                    && g.line + 20 >= s.line
                     && g.function.as_deref().and_then(|f| f.rsplit('.').next())
-                        == found.site.function.as_deref()
+                        == s.function.as_deref()
             })
-            .max_by_key(|(_, g)| g.line);
-        match guard {
-            Some((index, gate)) => {
-                let admits = evaluate(&gate.predicate, target.plain(), cuda.as_ref());
-                let _ = writeln!(
-                    out,
-                    "  guarded by {}:{}  `{}`  ({})",
-                    gate.file,
-                    gate.line,
-                    crate::report::human::elide(
-                        &crate::gate::predicate::collapse_whitespace(&gate.text),
-                        80
-                    ),
-                    gate.predicate
-                );
-                let verdict = verdicts
-                    .get(index)
-                    .and_then(|v| v.first())
-                    .map_or("not judged", |v| v.kind.name());
-                match admits {
-                    Admits::Yes => {
-                        missing_kernel = true;
-                        let _ = writeln!(
-                            out,
-                            "  at {target} this check raises (verdict: {verdict}): the code after it has no \
-                             path for {target}; the gate must stay closed"
-                        );
-                    }
-                    Admits::No => {
-                        let _ = writeln!(
-                            out,
-                            "  at {target} this check does not raise (verdict: {verdict}): the message came \
-                             from another GPU or another call; check --target"
-                        );
-                    }
-                    Admits::Unknown(why) => {
-                        let _ = writeln!(
-                            out,
-                            "  at {target} whether it raises is unknown: {}",
-                            why.join("; ")
-                        );
-                    }
+            .max_by_key(|(_, g)| g.line)?;
+        let verdict = self
+            .verdicts
+            .get(index)
+            .and_then(|v| v.first())
+            .map_or("not judged", |v| v.kind.name());
+        let (raises, why) = match evaluate(&gate.predicate, self.target.plain(), self.cuda) {
+            Admits::Yes => ("yes", Vec::new()),
+            Admits::No => ("no", Vec::new()),
+            Admits::Unknown(why) => ("unknown", why),
+        };
+        Some(GuardFinding {
+            file: gate.file.clone(),
+            line: gate.line,
+            text: collapse_whitespace(&gate.text),
+            predicate: gate.predicate.to_string(),
+            verdict,
+            raises,
+            why,
+        })
+    }
+
+    /// The shipped patches for this site whose kernel lies in the module of the generators
+    /// found, applied or refused.
+    fn patches(&self, generators: &[&str]) -> Vec<PatchAdvice> {
+        let modules: Vec<&str> = generators
+            .iter()
+            .filter_map(|g| g.split(':').next())
+            .collect();
+        let Ok(set) = PatchSet::load(None) else {
+            return Vec::new();
+        };
+        let target = self.target;
+        set.patches
+            .iter()
+            .filter(|patch| {
+                let for_site = self.site.distributions.iter().any(|d| {
+                    d.name.eq_ignore_ascii_case(&patch.dist) && patch.admits_version(&d.version)
+                });
+                let related = patch.requires.iter().any(|r| match r {
+                    Requirement::Jit(id) => modules.iter().any(|m| id.split(':').next() == Some(m)),
+                    _ => false,
+                });
+                for_site && related && patch.admits_target(target)
+            })
+            .map(|patch| {
+                let missing: Vec<String> = patch
+                    .requires
+                    .iter()
+                    .filter(|r| {
+                        !matches!(
+                            self.kernels.coverage(r, target, self.site),
+                            Answer::Covered { .. }
+                        )
+                    })
+                    .map(|r| r.words())
+                    .collect();
+                let applies = missing.is_empty();
+                PatchAdvice {
+                    id: patch.id.clone(),
+                    summary: patch.summary.clone(),
+                    applies,
+                    missing,
+                    command: applies
+                        .then(|| format!("gatefix apply {target} --dry-run --patch {}", patch.id)),
                 }
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "  no architecture gate guards it: it is not an arch check, or one gatefix \
-                     does not read"
-                );
-            }
-        }
-    }
-    advice(
-        &mut out,
-        &site,
-        &kernels,
-        target,
-        &generators_seen,
-        missing_kernel,
-    );
-    print!("{out}");
-    std::mem::forget(scan);
-    Ok(exit::OK)
-}
-
-fn describe_site(out: &mut String, site: &Site, found: &Match) {
-    let s = &found.site;
-    let owner = site
-        .owner(&s.file)
-        .map(|d| format!(" ({} {})", d.name, d.version))
-        .unwrap_or_default();
-    let place = match &s.function {
-        Some(f) => format!("{}:{} in {f}{owner}", s.file, s.line),
-        None => format!("{}:{}{owner}", s.file, s.line),
-    };
-    let how = if found.partial {
-        " (part of the message)"
-    } else {
-        ""
-    };
-    let _ = writeln!(out, "\n{} at {place}{how}", s.kind);
-    let _ = writeln!(
-        out,
-        "  message  {}",
-        crate::report::human::elide(&s.template_text(), 160)
-    );
-    for (name, value) in &found.captures {
-        let name = if name.is_empty() { "…" } else { name };
-        let _ = writeln!(out, "  {{{name}}} = {value}");
-    }
-}
-
-/// What to do: the shipped patches for this site whose kernel lies in the module of the
-/// generators found, applied or refused, and whether the gate must stay closed.
-fn advice(
-    out: &mut String,
-    site: &Site,
-    kernels: &KernelIndex,
-    target: Arch,
-    generators: &[String],
-    missing_kernel: bool,
-) {
-    let _ = writeln!(out);
-    let modules: Vec<&str> = generators
-        .iter()
-        .filter_map(|g| g.split(':').next())
-        .collect();
-    let mut any_patch = false;
-    if let Ok(set) = PatchSet::load(None) {
-        for patch in &set.patches {
-            let for_site = site.distributions.iter().any(|d| {
-                d.name.eq_ignore_ascii_case(&patch.dist) && patch.admits_version(&d.version)
-            });
-            let related = patch.requires.iter().any(|r| match r {
-                Requirement::Jit(id) => modules.iter().any(|m| id.split(':').next() == Some(m)),
-                _ => false,
-            });
-            if !for_site || !related || !patch.admits_target(target) {
-                continue;
-            }
-            any_patch = true;
-            let missing: Vec<String> = patch
-                .requires
-                .iter()
-                .filter(|r| !matches!(kernels.coverage(r, target, site), Answer::Covered { .. }))
-                .map(|r| r.words())
-                .collect();
-            if missing.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "fix: patch {} applies here ({}): its kernel is present at {target}. \
-                     Run: gatefix apply {target} --dry-run --patch {}",
-                    patch.id, patch.summary, patch.id
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "no fix: patch {} ({}) would open it, but is refused: no kernel at {target} for {}",
-                    patch.id,
-                    patch.summary,
-                    missing.join(", ")
-                );
-            }
-        }
-    }
-    if missing_kernel {
-        let _ = writeln!(
-            out,
-            "verdict: no kernel for {target} exists behind the check that raised: the gates \
-             that reach it must stay closed (do not force them open){}",
-            if any_patch {
-                ""
-            } else {
-                ", or install a release whose kernels list this GPU"
-            }
-        );
-    } else if !any_patch {
-        let _ = writeln!(
-            out,
-            "verdict: no shipped patch covers this path; the lines above name the check and its gate"
-        );
+            })
+            .collect()
     }
 }

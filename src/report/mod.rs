@@ -1,5 +1,6 @@
 //! Printers. Machine formats go to stdout; nothing else in the crate prints results.
 
+pub mod explain;
 pub mod github;
 pub mod human;
 pub mod json;
