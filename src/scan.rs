@@ -470,8 +470,10 @@ pub fn scan_overlay(
     });
     assign_ids(&mut gates);
     // Freeing every module the resolution lowered takes tens of milliseconds on a big site,
-    // all on one core after the parallel work: hand it to a thread nobody waits for.
-    std::thread::spawn(move || drop(index));
+    // all on one core after the parallel work: hand it to the thread pool, nobody waits for
+    // it. (Not a new thread per scan: one each time is a cost for callers that scan again and
+    // again, and its exit raced LeakSanitizer in the fuzzer.)
+    rayon::spawn(move || drop(index));
 
     let stats = Stats {
         python_files: files.len(),

@@ -100,7 +100,7 @@ pub struct Resolver<'a> {
     tokens: Tokens,
     /// The form tokens alone: an attribute named like a gate (`x.is_sm100`) on an object
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
-    form_tokens: Tokens,
+    form_tokens: &'static Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
     locals: Mutex<HashMap<LocalKey, (Val, Vec<String>)>>,
     /// A binding read from a branch arm it is not in, joined with what came before it: by
@@ -233,7 +233,7 @@ impl<'a> Resolver<'a> {
             index,
             rules,
             tokens,
-            form_tokens: super::tokens::prefilter_tokens(&[]),
+            form_tokens: super::tokens::form_tokens(),
             globals: Mutex::new(HashMap::new()),
             locals: Mutex::new(HashMap::new()),
             joins: Mutex::new(HashMap::new()),

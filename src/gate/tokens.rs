@@ -149,18 +149,67 @@ fn capitalized(text: &str) -> String {
 
 /// The file prefilter: form tokens plus the helper names that rules declare.
 pub fn prefilter_tokens(rule_names: &[String]) -> Tokens {
-    Tokens::new(
-        FORM_TOKENS
+    memoised(Filter::Prefilter, rule_names, || {
+        Tokens::new(
+            FORM_TOKENS
+                .iter()
+                .map(|s| s.to_string())
+                .chain(rule_names.iter().map(|name| last_segment(name).to_string())),
+        )
+    })
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Filter {
+    Prefilter,
+    Resolve,
+}
+
+/// The filters built for the last few rule sets. Building the automata costs about as much as
+/// scanning a small site, and one process scans the same rules again and again: apply's
+/// re-resolution of edited text, explain, the fuzzer's one-file sites. A `Tokens` clone shares
+/// its automata.
+fn memoised(filter: Filter, names: &[String], build: impl FnOnce() -> Tokens) -> Tokens {
+    type Built = Vec<(Filter, Vec<String>, Tokens)>;
+    static BUILT: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
+    const KEPT: usize = 8;
+    let lookup = |built: &Built| {
+        built
             .iter()
-            .map(|s| s.to_string())
-            .chain(rule_names.iter().map(|name| last_segment(name).to_string())),
-    )
+            .find(|(f, n, _)| *f == filter && n.as_slice() == names)
+            .map(|(_, _, tokens)| tokens.clone())
+    };
+    if let Some(tokens) = lookup(&BUILT.lock().unwrap_or_else(|e| e.into_inner())) {
+        return tokens;
+    }
+    let tokens = build();
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if lookup(&built).is_none() {
+        if built.len() == KEPT {
+            built.remove(0);
+        }
+        built.push((filter, names.to_vec(), tokens.clone()));
+    }
+    tokens
+}
+
+/// The form tokens alone, built once for the process: the resolver asks it of every name it
+/// meets, and one resolver is made per module.
+pub fn form_tokens() -> &'static Tokens {
+    static FORM: std::sync::OnceLock<Tokens> = std::sync::OnceLock::new();
+    FORM.get_or_init(|| prefilter_tokens(&[]))
 }
 
 /// The resolution filter: form tokens, CUDA-version tokens, and the names rules mention
 /// (as `Rules::resolve_names` spells them); the form tokens and the rest are searched apart
 /// (see `Tokens::automata`).
 pub fn resolve_tokens(rule_names: &[String]) -> Tokens {
+    memoised(Filter::Resolve, rule_names, || {
+        resolve_tokens_built(rule_names)
+    })
+}
+
+fn resolve_tokens_built(rule_names: &[String]) -> Tokens {
     let form = FORM_TOKENS
         .iter()
         .map(|s| s.to_string())
