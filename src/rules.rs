@@ -99,11 +99,18 @@ struct NeedsToml {
     library: Option<String>,
     dist: Option<String>,
     cubin_table: Option<String>,
+    dsl: Option<String>,
 }
 
 impl NeedsToml {
     fn requirement(self) -> std::result::Result<Requirement, String> {
-        Requirement::from_parts(self.jit, self.library, self.dist, self.cubin_table)
+        Requirement::from_parts(
+            self.jit,
+            self.library,
+            self.dist,
+            self.cubin_table,
+            self.dsl,
+        )
     }
 }
 

@@ -447,3 +447,62 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         "{evidence:?}"
     );
 }
+
+/// L5: CuTe DSL kernels judged by the `admissible_archs` (or `__post_init__` arch check) of
+/// the ops they build, directly or through a DSL helper (`testdata/sites/dsl/README.md`).
+#[test]
+fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
+    let out = audit(
+        &site,
+        &[
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+            "-t",
+            "sm_90",
+            "-t",
+            "sm_100",
+            "-t",
+            "sm_120",
+            "-t",
+            "sm_121",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gates = doc["gates"].as_array().unwrap();
+    let table: Vec<(u64, Vec<&str>)> = gates
+        .iter()
+        .map(|g| {
+            let at = |t: &str| g["verdict"][t].as_str().unwrap();
+            (
+                g["line"].as_u64().unwrap(),
+                vec![at("sm_90"), at("sm_100"), at("sm_120"), at("sm_121")],
+            )
+        })
+        .collect();
+    assert_eq!(
+        table,
+        vec![
+            // major == 12 → the warp block-scaled op, which checks arch == sm_120a: a trap
+            // on sm_121 (DGX Spark), as in cutlass' warp/mma.py.
+            (10, vec!["wall", "wall", "open", "trap"]),
+            // major == 10 → the tcgen05 op through blackwell_helpers: [sm_100a, sm_103a].
+            (12, vec!["wall", "open", "wall", "wall"]),
+            // major >= 10 lets sm_120 onto the SM100 kernel: OpError at compile time.
+            (19, vec!["wall", "open", "trap", "trap"]),
+        ]
+    );
+    let (_, evidence) = verdict_at(&doc, "gemmlib/gemm.py", 19);
+    assert!(
+        evidence.iter().any(|e| e
+            == "L5 DSL admission gemmlib/kernels/gemm_sm100.py:7 Sm100BlockScaledGemmKernel \
+                builds tcgen05.MmaMXF4NVF4Op through \
+                cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma \
+                (cutlass/cute/nvgpu/tcgen05/mma.py:20 admissible_archs = [sm_100a, sm_103a]): \
+                does not admit sm_120a"),
+        "{evidence:#?}"
+    );
+}

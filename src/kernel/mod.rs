@@ -9,6 +9,7 @@
 mod bytes;
 pub mod cpp;
 mod cubin;
+pub mod dsl;
 mod elf;
 mod error;
 mod fatbin;

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::dsl::{Admitted, DslArch, DslIndex};
 use super::jit::{JitIndex, sass_loads};
 use super::layers::{
     Layer, LayerAnswer, LayerIndex, LayerRules, Toolchain, Verdict, combine, device_layer,
@@ -26,32 +27,42 @@ pub enum Requirement {
     Library { dist: Option<String>, glob: String },
     /// A cubin arch table, `<module>:<NAME>` (`flashinfer.jit.trtllm_gen_metainfo:BLACKWELL_CUBIN_ARCHS`).
     CubinTable(String),
+    /// A CuTe DSL kernel module (dotted), judged by the `admissible_archs` of the ops it
+    /// builds (`kernel::dsl`).
+    Dsl(String),
 }
 
 impl Requirement {
     /// From the fields of a TOML `kernel`/`needs` table: exactly one of `jit`
-    /// (`module:function`), `library` (a glob, with an optional `dist`) or `cubin_table`
-    /// (`module:NAME`).
+    /// (`module:function`), `library` (a glob, with an optional `dist`), `cubin_table`
+    /// (`module:NAME`) or `dsl` (a module).
     pub fn from_parts(
         jit: Option<String>,
         library: Option<String>,
         dist: Option<String>,
         cubin_table: Option<String>,
+        dsl: Option<String>,
     ) -> Result<Requirement, String> {
         let module_item = |text: &str| {
             text.split_once(':')
                 .is_some_and(|(m, f)| !m.is_empty() && !f.is_empty())
         };
-        match (jit, library, cubin_table) {
-            (Some(jit), None, None) if module_item(&jit) && dist.is_none() => {
+        match (jit, library, cubin_table, dsl) {
+            (Some(jit), None, None, None) if module_item(&jit) && dist.is_none() => {
                 Ok(Requirement::Jit(jit))
             }
-            (None, Some(glob), None) => Ok(Requirement::Library { dist, glob }),
-            (None, None, Some(table)) if module_item(&table) && dist.is_none() => {
+            (None, Some(glob), None, None) => Ok(Requirement::Library { dist, glob }),
+            (None, None, Some(table), None) if module_item(&table) && dist.is_none() => {
                 Ok(Requirement::CubinTable(table))
             }
+            (None, None, None, Some(module))
+                if !module.is_empty() && !module.contains(':') && dist.is_none() =>
+            {
+                Ok(Requirement::Dsl(module))
+            }
             _ => Err("a kernel is exactly one of { jit = \"module:function\" }, \
-                 { library = \"glob\", dist = \"...\" } or { cubin_table = \"module:NAME\" }"
+                 { library = \"glob\", dist = \"...\" }, { cubin_table = \"module:NAME\" } \
+                 or { dsl = \"module\" }"
                 .into()),
         }
     }
@@ -65,6 +76,7 @@ impl Requirement {
                 None => format!("native library {glob}"),
             },
             Requirement::CubinTable(id) => format!("cubin table {id}"),
+            Requirement::Dsl(module) => format!("CuTe DSL kernel {module}"),
         }
     }
 }
@@ -93,6 +105,9 @@ pub struct KernelIndex {
     pub layer_rules: LayerRules,
     /// `--cuda X.Y`: the toolkit JIT builds use, instead of the site's nvcc distribution.
     pub cuda: Option<String>,
+    /// CuTe DSL ops and the modules that build them (filled by callers that read the site's
+    /// Python text: the verdicts).
+    pub dsl: DslIndex,
 }
 
 impl KernelIndex {
@@ -115,6 +130,7 @@ impl KernelIndex {
             layers: LayerIndex::default(),
             layer_rules: LayerRules::embedded().clone(),
             cuda: None,
+            dsl: DslIndex::default(),
         }
     }
 
@@ -164,7 +180,69 @@ impl KernelIndex {
                 binary_only(self.library_coverage(dist.as_deref(), glob, target, site))
             }
             Requirement::CubinTable(id) => binary_only(self.cubin_coverage(id, target)),
+            Requirement::Dsl(module) => self.dsl_layers(module, target),
         }
+    }
+
+    /// A CuTe DSL kernel: L5 from the ops it builds; it compiles at run time with the DSL's
+    /// own compiler, so no nvcc (L6) and no prebuilt binary (L7) is asked.
+    fn dsl_layers(&self, module: &str, target: Arch) -> LayeredAnswer {
+        let arch = DslArch::of_device(target).name();
+        let l5 = match self.dsl.admitted(module, target) {
+            None => LayerAnswer::new(
+                Layer::L5,
+                Verdict::Unknown,
+                format!("no CuTe DSL kernel module `{module}` in the site"),
+            ),
+            Some((admitted, evidence)) => {
+                let (verdict, summary) = match admitted {
+                    Admitted::All => (
+                        Verdict::Yes,
+                        format!("every CuTe DSL op {module} builds admits {arch}"),
+                    ),
+                    Admitted::None => (
+                        Verdict::No,
+                        format!(
+                            "no CuTe DSL op {module} builds admits {arch}: each raises OpError \
+                             when compiled for it"
+                        ),
+                    ),
+                    Admitted::Some(refused) => (
+                        Verdict::Partly,
+                        format!(
+                            "its kernels {} build ops that do not admit {arch}; others do",
+                            refused.join(", ")
+                        ),
+                    ),
+                    Admitted::Unknown(why) => (Verdict::Unknown, why),
+                };
+                LayerAnswer {
+                    layer: Layer::L5,
+                    verdict,
+                    summary,
+                    evidence,
+                }
+            }
+        };
+        let layers = vec![
+            l5,
+            LayerAnswer::new(
+                Layer::L6,
+                Verdict::NotApplicable,
+                "compiled by the DSL's own bundled compiler, not nvcc",
+            ),
+            LayerAnswer::new(
+                Layer::L7,
+                Verdict::NotApplicable,
+                "compiled at run time: no prebuilt binary to read",
+            ),
+        ];
+        let listed = Answer::Covered {
+            how: "CuTe DSL".into(),
+            evidence: Vec::new(),
+        };
+        let answer = combined(&layers, &listed);
+        LayeredAnswer { layers, answer }
     }
 
     /// The Python file and function of a generator id, when the site has them.

@@ -207,6 +207,7 @@ struct KernelToml {
     library: Option<String>,
     dist: Option<String>,
     cubin_table: Option<String>,
+    dsl: Option<String>,
 }
 
 // ----- Loading and validation ---------------------------------------------------------------
@@ -463,8 +464,14 @@ fn validate_requirement(
 ) -> Result<Requirement> {
     let span = require.kernel.span();
     let kernel = require.kernel.into_inner();
-    Requirement::from_parts(kernel.jit, kernel.library, kernel.dist, kernel.cubin_table)
-        .map_err(|message| at(span, message))
+    Requirement::from_parts(
+        kernel.jit,
+        kernel.library,
+        kernel.dist,
+        kernel.cubin_table,
+        kernel.dsl,
+    )
+    .map_err(|message| at(span, message))
 }
 
 impl Patch {
@@ -547,6 +554,7 @@ impl Patch {
             let kernel = match require {
                 Requirement::Jit(id) => format!("jit = {}", q(id)),
                 Requirement::CubinTable(id) => format!("cubin_table = {}", q(id)),
+                Requirement::Dsl(module) => format!("dsl = {}", q(module)),
                 Requirement::Library { dist, glob } => match dist {
                     Some(dist) => format!("library = {}, dist = {}", q(glob), q(dist)),
                     None => format!("library = {}", q(glob)),

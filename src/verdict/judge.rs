@@ -11,6 +11,7 @@ use super::model::{Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
+use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::rules::Rules;
 use crate::scan::{Gate, ScanResult};
@@ -33,6 +34,19 @@ pub fn judge(
     if timings {
         eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
+    let dsl = DslIndex::from_files(
+        text.files
+            .iter()
+            .map(|f| (f.path.as_str(), f.module.as_deref(), f.src.as_slice())),
+    );
+    if timings {
+        eprintln!(
+            "verdicts: CuTe DSL index ({} ops, {} kernel modules) {:?}",
+            dsl.ops.len(),
+            dsl.kernels.len(),
+            clock.elapsed()
+        );
+    }
     let mut gates_by_file: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, gate) in scan.gates.iter().enumerate() {
         gates_by_file
@@ -44,6 +58,7 @@ pub fn judge(
         rules,
         code: &code,
         jit: &jit_only.jit,
+        dsl: &dsl,
         packages,
         text: &text,
         gates: &scan.gates,
@@ -61,11 +76,12 @@ pub fn judge(
     }
     drop(text);
     let globs = library_globs(&links);
-    let index = if globs.is_empty() {
+    let mut index = if globs.is_empty() {
         jit_only
     } else {
         KernelIndex::build_for_globs(site, scan, &globs)
     };
+    index.dsl = dsl;
     scan.gates
         .par_iter()
         .zip(&links)

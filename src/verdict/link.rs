@@ -11,6 +11,7 @@ use super::code::{Code, Facts, FileCache, FlagKey, Parsed, gated_branch};
 use super::flow::{Guard, Hop, Reader, gate_bytes};
 use super::site_text::SiteText;
 use crate::gate::predicate::Form;
+use crate::kernel::dsl::DslIndex;
 use crate::kernel::jit::JitIndex;
 use crate::kernel::query::{Requirement, glob_match};
 use crate::rules::{LinkRule, Rules};
@@ -61,6 +62,8 @@ pub struct Linker<'a> {
     pub rules: &'a Rules,
     pub code: &'a Code,
     pub jit: &'a JitIndex,
+    /// CuTe DSL kernel modules: a call into one needs its ops to admit the target.
+    pub dsl: &'a DslIndex,
     /// Top-level folders of the site: `torch.ops.<lib>` links only when `<lib>/` is there.
     pub packages: HashSet<String>,
     pub text: &'a SiteText,
@@ -588,6 +591,22 @@ impl Linker<'_> {
                 || self.jit.fixed_arch.iter().any(|f| f.id == id);
             if is_generator {
                 push(search, Requirement::Jit(id), None, next_chain);
+                continue;
+            }
+            let callee_module = match &callee {
+                Callee::Named(module, _) => Some(module.as_str()),
+                Callee::At { file, .. } => self.text.files[*file].module.as_deref(),
+            };
+            if let Some(module) = callee_module
+                && module != parsed.module
+                && self.dsl.is_kernel(module)
+            {
+                push(
+                    search,
+                    Requirement::Dsl(module.to_string()),
+                    None,
+                    next_chain,
+                );
                 continue;
             }
             if depth + 1 >= MAX_HOPS || !search.visited.insert(id) {

@@ -1,0 +1,1189 @@
+//! L5, DSL admission: CuTe DSL ops declare the architectures they compile for
+//! (`admissible_archs`), and raise `OpError` at compile time on any other. A Python module that
+//! builds such ops is a DSL kernel: it has a kernel at a target only when the ops it builds
+//! admit the DSL's arch for that GPU.
+//!
+//! Read from the site's text, never imported:
+//! - the op classes: any `class` in a file under `cute/nvgpu/<namespace>/` (nvidia-cutlass-dsl,
+//!   and vendored copies such as flashinfer's `data/cutlass/python/CuTeDSL`) with an
+//!   `admissible_archs = [...]` list or `Arch.filter(lambda arch: ...)`, and the classes
+//!   inheriting one (`class MmaMXF4Op(BlockScaledMmaOp)`);
+//! - the kernels: modules outside those folders that call `<namespace>.<Op>(` or import the op
+//!   from `...nvgpu.<namespace>`.
+//!
+//! The DSL's arch for a GPU is `sm_<major><minor>a` from compute capability 9.0 up, plain
+//! below (`detect_gpu_arch` in `cutlass/base_dsl/env_manager.py`); `is_family_of(X)` holds
+//! for the same major, a minor at least X's, and an `a`/`f` suffix (`cutlass/base_dsl/arch.py`;
+//! there sm_101a/f count only as the family of sm_110f).
+
+use std::collections::{HashMap, HashSet};
+
+use memchr::memmem;
+use rayon::prelude::*;
+
+use crate::arch::Arch;
+
+/// One arch of the DSL's `Arch` enum: major, minor, suffix (`""`, `"a"`, `"f"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DslArch {
+    pub major: u32,
+    pub minor: u32,
+    pub suffix: char,
+}
+
+impl DslArch {
+    /// The arch the DSL compiles for on a GPU of this compute capability.
+    pub fn of_device(target: Arch) -> DslArch {
+        DslArch {
+            major: target.major,
+            minor: target.minor,
+            suffix: if target.major >= 9 { 'a' } else { ' ' },
+        }
+    }
+
+    /// `Arch.sm_100a` → 10.0a; the last digit is the minor.
+    fn parse(name: &str) -> Option<DslArch> {
+        let rest = name.strip_prefix("sm_")?;
+        let (digits, suffix) = match rest.chars().last()? {
+            c @ ('a' | 'f') => (&rest[..rest.len() - 1], c),
+            _ => (rest, ' '),
+        };
+        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let (major, minor) = digits.split_at(digits.len() - 1);
+        Some(DslArch {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+            suffix,
+        })
+    }
+
+    fn is_family_of(self, family: DslArch) -> bool {
+        if self.major == 10 && self.minor == 1 && self.suffix != ' ' {
+            return family.major == 11 && family.minor == 0;
+        }
+        self.major == family.major && self.minor >= family.minor && self.suffix != ' '
+    }
+
+    pub fn name(self) -> String {
+        format!("sm_{}{}{}", self.major, self.minor, self.suffix)
+            .trim_end()
+            .to_string()
+    }
+}
+
+/// What an op's `admissible_archs` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// A literal list.
+    List(Vec<DslArch>),
+    /// `Arch.filter(lambda arch: <body>)`, the body kept as text.
+    Filter(String),
+    /// Something gatefix does not evaluate.
+    Unknown(String),
+    /// The op declares no admission: it compiles for any arch the DSL targets.
+    Any,
+}
+
+impl Admission {
+    /// Whether the arch is admitted; `None` when it cannot be told.
+    pub fn admits(&self, arch: DslArch) -> Option<bool> {
+        match self {
+            Admission::List(archs) => Some(archs.contains(&arch)),
+            Admission::Filter(body) => eval_filter(body, arch),
+            Admission::Unknown(_) => None,
+            Admission::Any => Some(true),
+        }
+    }
+
+    pub fn words(&self) -> String {
+        match self {
+            Admission::List(archs) => {
+                let names: Vec<String> = archs.iter().map(|a| a.name()).collect();
+                format!("[{}]", names.join(", "))
+            }
+            Admission::Filter(body) => format!("Arch.filter(lambda arch: {body})"),
+            Admission::Unknown(text) => text.clone(),
+            Admission::Any => "none declared".into(),
+        }
+    }
+}
+
+/// A DSL op class and where its admission is declared.
+#[derive(Debug, Clone)]
+pub struct Op {
+    /// `<namespace>.<Class>`, as kernels name it (`tcgen05.BlockScaledMmaOp`).
+    pub key: String,
+    /// Where `admissible_archs` is assigned (the class itself or the base it inherits from).
+    pub file: String,
+    pub line: u32,
+    pub admission: Admission,
+}
+
+/// An op a kernel module builds, directly or through a helper function.
+#[derive(Debug, Clone)]
+pub struct OpUse {
+    pub op: String,
+    /// The line of the call in the kernel module.
+    pub line: u32,
+    /// The top-level class or function the call is in: the kernel it belongs to.
+    pub group: String,
+    /// The helper the op is built in, when the call is to one (`blackwell_helpers.make_trivial_tiled_mma`).
+    pub via: Option<String>,
+}
+
+/// The DSL ops of a site and the modules that build them.
+#[derive(Debug, Default)]
+pub struct DslIndex {
+    pub ops: HashMap<String, Op>,
+    /// Module (dotted) → its file and the ops it builds, in order. Only modules building at
+    /// least one op with a declared admission.
+    pub kernels: HashMap<String, (String, Vec<OpUse>)>,
+}
+
+/// A class read from an op file: its name, bases, and its own admission.
+struct ClassDef {
+    name: String,
+    bases: Vec<String>,
+    admission: Option<(u32, Admission)>,
+    /// A `if not <arch test>:` in the class (a `__post_init__` check raising OpError).
+    check: Option<(u32, Admission)>,
+}
+
+/// At most this many bytes of a file are read (generated tables are not DSL code).
+const MAX_FILE_BYTES: usize = 2 << 20;
+
+/// A file that builds ops: its module and, per top-level class or function, the calls.
+struct Builder<'a> {
+    path: &'a str,
+    module: &'a str,
+    /// Its op calls.
+    uses: Vec<OpUse>,
+    /// Calls of functions of other modules, not yet expanded: (line, group, module, function).
+    helper_calls: Vec<HelperCall>,
+}
+
+impl DslIndex {
+    /// From the site's Python files: `(relative path, dotted module, bytes)`.
+    pub fn from_files<'a>(
+        files: impl IntoIterator<Item = (&'a str, Option<&'a str>, &'a [u8])>,
+    ) -> DslIndex {
+        let files: Vec<(&str, Option<&str>, &[u8])> = files
+            .into_iter()
+            .filter(|(_, _, src)| src.len() <= MAX_FILE_BYTES)
+            .collect();
+        let mut index = DslIndex::default();
+        // Op files first: every class of a namespace, then inheritance within it.
+        let mut by_namespace: HashMap<String, Vec<(String, ClassDef)>> = HashMap::new();
+        for (path, _, src) in &files {
+            let Some(namespace) = op_namespace(path) else {
+                continue;
+            };
+            if memmem::find(src, b"Op").is_none() {
+                continue;
+            }
+            let text = String::from_utf8_lossy(src);
+            for class in classes(&text) {
+                by_namespace
+                    .entry(namespace.to_string())
+                    .or_default()
+                    .push((path.to_string(), class));
+            }
+        }
+        for (namespace, classes) in &by_namespace {
+            for (path, class) in classes {
+                if let Some(op) = op_of(namespace, path, class, classes) {
+                    index.ops.insert(op.key.clone(), op);
+                }
+            }
+        }
+        if !index.ops.values().any(|op| op.admission != Admission::Any) {
+            return index;
+        }
+        let namespaces: Vec<String> = by_namespace.keys().cloned().collect();
+        let op_names: HashSet<&str> = index
+            .ops
+            .keys()
+            .filter_map(|k| k.split_once('.').map(|(_, name)| name))
+            .collect();
+        // Every other module's op calls and helper calls, per top-level definition.
+        let builders: Vec<Builder> = files
+            .par_iter()
+            .filter(|(path, module, src)| {
+                module.is_some()
+                    && op_namespace(path).is_none()
+                    && (memmem::find(src, b"nvgpu").is_some()
+                        || memmem::find(src, b"cutlass").is_some())
+            })
+            .filter_map(|(path, module, src)| {
+                let module = module.expect("filtered");
+                let text = String::from_utf8_lossy(src);
+                let (uses, helper_calls) = calls(&text, module, &index.ops, &op_names, &namespaces);
+                (!uses.is_empty() || !helper_calls.is_empty()).then_some(Builder {
+                    path,
+                    module,
+                    uses,
+                    helper_calls,
+                })
+            })
+            .collect();
+        // Helpers: module → function → the ops its body builds directly.
+        // A vendored copy (`flashinfer.data.cutlass.python.CuTeDSL.cutlass.utils.x`) is
+        // imported as `cutlass.utils.x`: it is known by both names.
+        let mut helpers: HashMap<(&str, &str), Vec<&OpUse>> = HashMap::new();
+        for builder in &builders {
+            let vendored = builder
+                .module
+                .rfind(".cutlass.")
+                .map(|at| &builder.module[at + 1..]);
+            for op_use in &builder.uses {
+                for name in std::iter::once(builder.module).chain(vendored) {
+                    helpers
+                        .entry((name, op_use.group.as_str()))
+                        .or_default()
+                        .push(op_use);
+                }
+            }
+        }
+        for builder in &builders {
+            let mut uses = builder.uses.clone();
+            for (line, group, module, function) in &builder.helper_calls {
+                let Some(built) = helpers.get(&(module.as_str(), function.as_str())) else {
+                    continue;
+                };
+                for op_use in built {
+                    uses.push(OpUse {
+                        op: op_use.op.clone(),
+                        line: *line,
+                        group: group.clone(),
+                        via: Some(format!("{module}.{function}")),
+                    });
+                }
+            }
+            let declared = uses.iter().any(|u| {
+                index
+                    .ops
+                    .get(&u.op)
+                    .is_some_and(|op| op.admission != Admission::Any)
+            });
+            if declared {
+                uses.sort_by(|a, b| a.line.cmp(&b.line).then_with(|| a.op.cmp(&b.op)));
+                uses.dedup_by(|a, b| a.line == b.line && a.op == b.op);
+                index
+                    .kernels
+                    .insert(builder.module.to_string(), (builder.path.to_string(), uses));
+            }
+        }
+        index
+    }
+
+    /// Whether a module builds DSL ops whose admission is declared.
+    pub fn is_kernel(&self, module: &str) -> bool {
+        self.kernels.contains_key(module)
+    }
+}
+
+/// An op class's admission: its own `admissible_archs`, else its own arch check, else the
+/// first base of the namespace that has one (bounded), else none declared. Only classes
+/// named `...Op` are ops.
+fn op_of(
+    namespace: &str,
+    path: &str,
+    class: &ClassDef,
+    classes: &[(String, ClassDef)],
+) -> Option<Op> {
+    if !class.name.ends_with("Op") {
+        return None;
+    }
+    let mut current = (path, class);
+    for _ in 0..16 {
+        if let Some((line, admission)) = current.1.admission.as_ref().or(current.1.check.as_ref()) {
+            return Some(Op {
+                key: format!("{namespace}.{}", class.name),
+                file: current.0.to_string(),
+                line: *line,
+                admission: admission.clone(),
+            });
+        }
+        // A qualified base (`atom.MmaOp`) is another module's class.
+        let base = current.1.bases.iter().find_map(|b| {
+            classes
+                .iter()
+                .find(|(_, c)| c.name == *b && c.name != current.1.name)
+        });
+        match base {
+            Some((p, c)) => current = (p.as_str(), c),
+            None => break,
+        }
+    }
+    Some(Op {
+        key: format!("{namespace}.{}", class.name),
+        file: path.to_string(),
+        line: 0,
+        admission: Admission::Any,
+    })
+}
+
+/// `.../cute/nvgpu/<namespace>/<file>.py` → the namespace.
+fn op_namespace(path: &str) -> Option<&str> {
+    let at = path.find("cute/nvgpu/").map(|i| i + "cute/nvgpu/".len())?;
+    let rest = &path[at..];
+    let (namespace, file) = rest.split_once('/')?;
+    (!file.contains('/') && file.ends_with(".py") && !namespace.is_empty()).then_some(namespace)
+}
+
+/// The classes of a file with their bases and their own admission, read by lines: a `class`
+/// at the start of a line opens one; `admissible_archs =` indented under it (with its
+/// brackets balanced over the following lines) is its declaration, and `if not <test of
+/// arch>:` in it its check.
+fn classes(text: &str) -> Vec<ClassDef> {
+    let mut out: Vec<ClassDef> = Vec::new();
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        if let Some(rest) = line.strip_prefix("class ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let bases = rest[name.len()..]
+                .strip_prefix('(')
+                .and_then(|r| r.split_once(')'))
+                .map(|(inside, _)| {
+                    inside
+                        .split(',')
+                        .map(|b| b.trim().to_string())
+                        .filter(|b| !b.is_empty() && !b.contains('='))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !name.is_empty() {
+                out.push(ClassDef {
+                    name,
+                    bases,
+                    admission: None,
+                    check: None,
+                });
+            }
+        } else if !line.starts_with(char::is_whitespace)
+            && !trimmed.is_empty()
+            && !trimmed.starts_with('#')
+        {
+            // A top-level statement ends the class.
+            if !trimmed.starts_with('@') && !trimmed.starts_with(')') {
+                out.push(ClassDef {
+                    name: String::new(),
+                    bases: Vec::new(),
+                    admission: None,
+                    check: None,
+                });
+            }
+        } else if let Some(class) = out.last_mut()
+            && !class.name.is_empty()
+            && line.starts_with(char::is_whitespace)
+        {
+            if class.admission.is_none()
+                && let Some(value) = trimmed.strip_prefix("admissible_archs")
+                && let Some(value) = value.trim_start().strip_prefix('=')
+                && !value.starts_with('=')
+            {
+                // The value, over as many lines as its brackets need (bounded).
+                let mut expr = value.to_string();
+                let mut j = i;
+                while depth(&expr) > 0 && j + 1 < lines.len() && j < i + 64 {
+                    j += 1;
+                    expr.push(' ');
+                    expr.push_str(lines[j].trim());
+                }
+                class.admission = Some((i as u32 + 1, admission(expr.trim())));
+                i = j;
+            } else if class.check.is_none()
+                && let Some(test) = trimmed.strip_prefix("if not ")
+                && let Some(test) = test.trim_end().strip_suffix(':')
+                && test.contains("arch")
+                && test.contains("Arch.")
+                && !test.contains("self.")
+            {
+                let test = test.trim();
+                let test = test
+                    .strip_prefix('(')
+                    .and_then(|t| t.strip_suffix(')'))
+                    .unwrap_or(test);
+                class.check = Some((i as u32 + 1, Admission::Filter(test.to_string())));
+            }
+        }
+        i += 1;
+    }
+    out.retain(|c| !c.name.is_empty());
+    out
+}
+
+fn depth(text: &str) -> i32 {
+    text.bytes().fold(0, |d, b| match b {
+        b'(' | b'[' | b'{' => d + 1,
+        b')' | b']' | b'}' => d - 1,
+        _ => d,
+    })
+}
+
+fn admission(expr: &str) -> Admission {
+    let expr = expr.split(" #").next().unwrap_or(expr).trim();
+    if let Some(inner) = expr
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .or_else(|| expr.strip_prefix('(').and_then(|e| e.strip_suffix(')')))
+    {
+        let mut archs = Vec::new();
+        for item in inner.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item.strip_prefix("Arch.").and_then(DslArch::parse) {
+                Some(arch) => archs.push(arch),
+                None => return Admission::Unknown(expr.to_string()),
+            }
+        }
+        return Admission::List(archs);
+    }
+    if let Some(body) = expr
+        .strip_prefix("Arch.filter(")
+        .and_then(|e| e.strip_suffix(')'))
+        .and_then(|e| e.trim().strip_prefix("lambda arch:"))
+    {
+        return Admission::Filter(body.trim().trim_end_matches(',').trim().to_string());
+    }
+    Admission::Unknown(expr.to_string())
+}
+
+/// Evaluates a filter body (`arch.is_family_of(Arch.sm_100f) or ...`) at an arch: `or`,
+/// `and`, `not`, parentheses, `arch.is_family_of(Arch.X)`, `arch == Arch.X`, `arch != Arch.X`,
+/// `arch >= Arch.X` (and `>`, `<=`, `<`, on major and minor), `arch in [Arch.X, ...]`.
+/// Anything else is unknown.
+fn eval_filter(body: &str, arch: DslArch) -> Option<bool> {
+    let tokens = filter_tokens(body)?;
+    let mut parser = FilterParser {
+        tokens: &tokens,
+        at: 0,
+        arch,
+    };
+    let value = parser.or()?;
+    (parser.at == tokens.len()).then_some(value)
+}
+
+fn filter_tokens(body: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_whitespace() {
+            i += 1;
+        } else if b"()[],".contains(&b) {
+            out.push((b as char).to_string());
+            i += 1;
+        } else if ["==", "!=", ">=", "<="]
+            .iter()
+            .any(|op| body[i..].starts_with(op))
+        {
+            out.push(body[i..i + 2].to_string());
+            i += 2;
+        } else if b == b'>' || b == b'<' {
+            out.push((b as char).to_string());
+            i += 1;
+        } else if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+            out.push(body[start..i].to_string());
+        } else {
+            return None;
+        }
+        if out.len() > 256 {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+struct FilterParser<'a> {
+    tokens: &'a [String],
+    at: usize,
+    arch: DslArch,
+}
+
+impl FilterParser<'_> {
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.at).map(String::as_str)
+    }
+
+    fn eat(&mut self, token: &str) -> bool {
+        let hit = self.peek() == Some(token);
+        if hit {
+            self.at += 1;
+        }
+        hit
+    }
+
+    fn or(&mut self) -> Option<bool> {
+        let mut value = self.and()?;
+        while self.eat("or") {
+            value |= self.and()?;
+        }
+        Some(value)
+    }
+
+    fn and(&mut self) -> Option<bool> {
+        let mut value = self.not()?;
+        while self.eat("and") {
+            value &= self.not()?;
+        }
+        Some(value)
+    }
+
+    fn not(&mut self) -> Option<bool> {
+        if self.eat("not") {
+            return self.not().map(|v| !v);
+        }
+        self.atom()
+    }
+
+    fn arch_const(&mut self) -> Option<DslArch> {
+        let token = self.peek()?.strip_prefix("Arch.")?;
+        let arch = DslArch::parse(token)?;
+        self.at += 1;
+        Some(arch)
+    }
+
+    fn atom(&mut self) -> Option<bool> {
+        if self.eat("(") {
+            let value = self.or()?;
+            return self.eat(")").then_some(value);
+        }
+        if self.eat("arch.is_family_of") {
+            if !self.eat("(") {
+                return None;
+            }
+            let family = self.arch_const()?;
+            return self.eat(")").then_some(self.arch.is_family_of(family));
+        }
+        if self.eat("arch") {
+            if self.eat("==") {
+                return Some(self.arch_const()? == self.arch);
+            }
+            if self.eat("!=") {
+                return Some(self.arch_const()? != self.arch);
+            }
+            // `Arch.__ge__` and friends compare (major, minor) only.
+            let mine = (self.arch.major, self.arch.minor);
+            for (op, test) in [
+                (">=", (|a, b| a >= b) as fn((u32, u32), (u32, u32)) -> bool),
+                (">", |a, b| a > b),
+                ("<=", |a, b| a <= b),
+                ("<", |a, b| a < b),
+            ] {
+                if self.eat(op) {
+                    let other = self.arch_const()?;
+                    return Some(test(mine, (other.major, other.minor)));
+                }
+            }
+            if self.eat("in") {
+                let close = if self.eat("[") {
+                    "]"
+                } else if self.eat("(") {
+                    ")"
+                } else {
+                    return None;
+                };
+                let mut found = false;
+                loop {
+                    if self.eat(close) {
+                        return Some(found);
+                    }
+                    found |= self.arch_const()? == self.arch;
+                    if !self.eat(",") && self.peek() != Some(close) {
+                        return None;
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The op calls and helper calls of a module, each with its line and top-level definition:
+/// every `name(` whose dotted name is `<namespace>.<Op>` (also inside
+/// `cute.nvgpu.tcgen05.X(`), an op imported by name from `...nvgpu.<namespace>`, or a
+/// function of an imported module (`sm100_utils.make_trivial_tiled_mma(` after `import
+/// cutlass.utils.blackwell_helpers as sm100_utils`) or imported by name.
+type HelperCall = (u32, String, String, String);
+
+fn calls(
+    text: &str,
+    module: &str,
+    ops: &HashMap<String, Op>,
+    op_names: &HashSet<&str>,
+    namespaces: &[String],
+) -> (Vec<OpUse>, Vec<HelperCall>) {
+    let imports = Imports::read(text, module, ops, namespaces);
+    let bytes = text.as_bytes();
+    let groups = Groups::new(text);
+    let mut uses = Vec::new();
+    let mut helper_calls = Vec::new();
+    // Lines are counted forward from the last hit, not from the start of the file.
+    let (mut counted_to, mut line) = (0usize, 1u32);
+    for at in memchr::memchr_iter(b'(', bytes) {
+        let mut start = at;
+        while start > 0 {
+            let b = bytes[start - 1];
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+                start -= 1;
+            } else {
+                break;
+            }
+        }
+        let name = &text[start..at];
+        if name.is_empty() || name.starts_with('.') {
+            continue;
+        }
+        let (qualifier, last) = match name.rsplit_once('.') {
+            Some((q, l)) => (Some(q), l),
+            None => (None, name),
+        };
+        let op = match qualifier {
+            Some(q) if op_names.contains(last) => {
+                let ns = q.rsplit('.').next().unwrap_or(q);
+                Some(format!("{ns}.{last}")).filter(|k| ops.contains_key(k))
+            }
+            Some(_) => None,
+            None => imports.ops.get(last).cloned(),
+        };
+        let helper = match (&op, qualifier) {
+            (Some(_), _) => None,
+            (None, Some(q)) => imports
+                .modules
+                .get(q)
+                .map(|m| (m.clone(), last.to_string())),
+            (None, None) => imports.functions.get(last).cloned(),
+        };
+        if (op.is_none() && helper.is_none()) || in_comment(bytes, start) {
+            continue;
+        }
+        line += memchr::memchr_iter(b'\n', &bytes[counted_to..start]).count() as u32;
+        counted_to = start;
+        let group = groups.at(start).to_string();
+        match (op, helper) {
+            (Some(op), _) => uses.push(OpUse {
+                op,
+                line,
+                group,
+                via: None,
+            }),
+            (None, Some((module, function))) => helper_calls.push((line, group, module, function)),
+            (None, None) => {}
+        }
+    }
+    (uses, helper_calls)
+}
+
+/// What a module's `import` lines bind.
+#[derive(Default)]
+struct Imports {
+    /// Local name → op key (`from cutlass.cute.nvgpu.tcgen05 import MmaF16BF16Op as Mma`).
+    ops: HashMap<String, String>,
+    /// Local dotted name → module (`import cutlass.utils.blackwell_helpers as sm100_utils`;
+    /// `from cutlass.utils import blackwell_helpers`).
+    modules: HashMap<String, String>,
+    /// Local name → (module, function) (`from cutlass.utils.blackwell_helpers import make_smem_layout_a`).
+    functions: HashMap<String, (String, String)>,
+}
+
+impl Imports {
+    fn read(text: &str, module: &str, ops: &HashMap<String, Op>, namespaces: &[String]) -> Imports {
+        let mut imports = Imports::default();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i].trim();
+            i += 1;
+            if let Some(rest) = line.strip_prefix("import ") {
+                for item in rest.split(',') {
+                    let mut parts = item.trim().split(" as ");
+                    let (Some(target), alias) = (parts.next(), parts.next()) else {
+                        continue;
+                    };
+                    let target = target.trim();
+                    imports.modules.insert(
+                        alias.unwrap_or(target).trim().to_string(),
+                        target.to_string(),
+                    );
+                }
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("from ") else {
+                continue;
+            };
+            let Some((from, names)) = rest.split_once(" import ") else {
+                continue;
+            };
+            let from = absolute(from.trim(), module);
+            // A parenthesised list may go on over lines.
+            let mut names = names.to_string();
+            if names.trim_start().starts_with('(') {
+                while !names.contains(')') && i < lines.len() && i < lines.len() + 64 {
+                    names.push(',');
+                    names.push_str(lines[i].trim());
+                    i += 1;
+                }
+            }
+            let namespace = from.rsplit('.').next().unwrap_or(&from).to_string();
+            let op_namespace = from.contains("nvgpu") && namespaces.contains(&namespace);
+            for item in names
+                .trim()
+                .trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+            {
+                let item = item.split('#').next().unwrap_or("").trim();
+                let mut parts = item.split(" as ");
+                let (Some(original), alias) = (parts.next(), parts.next()) else {
+                    continue;
+                };
+                let original = original.trim();
+                if original.is_empty() || original == "*" {
+                    continue;
+                }
+                let local = alias.unwrap_or(original).trim().to_string();
+                let key = format!("{namespace}.{original}");
+                if op_namespace && ops.contains_key(&key) {
+                    imports.ops.insert(local, key);
+                    continue;
+                }
+                imports
+                    .modules
+                    .insert(local.clone(), format!("{from}.{original}"));
+                imports
+                    .functions
+                    .insert(local, (from.clone(), original.to_string()));
+            }
+        }
+        imports
+    }
+}
+
+/// `from .x import y` inside `a.b.c` names `a.b.x`.
+fn absolute(from: &str, module: &str) -> String {
+    let dots = from.bytes().take_while(|b| *b == b'.').count();
+    if dots == 0 {
+        return from.to_string();
+    }
+    let mut parts: Vec<&str> = module.split('.').collect();
+    for _ in 0..dots {
+        parts.pop();
+    }
+    let rest = &from[dots..];
+    if !rest.is_empty() {
+        parts.push(rest);
+    }
+    parts.join(".")
+}
+
+/// The top-level `def`/`class` each byte offset is in (`<module>` outside them).
+struct Groups {
+    /// (offset of the line, name), in order.
+    starts: Vec<(usize, String)>,
+}
+
+impl Groups {
+    fn new(text: &str) -> Groups {
+        let mut starts = Vec::new();
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let first = line.as_bytes().first().copied();
+            if first
+                .is_some_and(|b| !b.is_ascii_whitespace() && b != b'#' && b != b')' && b != b'@')
+            {
+                let rest = line
+                    .strip_prefix("async def ")
+                    .or_else(|| line.strip_prefix("def "))
+                    .or_else(|| line.strip_prefix("class "));
+                let name = rest
+                    .map(|r| {
+                        r.chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect::<String>()
+                    })
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "<module>".to_string());
+                starts.push((offset, name));
+            }
+            offset += line.len();
+        }
+        Groups { starts }
+    }
+
+    fn at(&self, offset: usize) -> &str {
+        let i = self.starts.partition_point(|(start, _)| *start <= offset);
+        if i == 0 {
+            "<module>"
+        } else {
+            &self.starts[i - 1].1
+        }
+    }
+}
+
+fn in_comment(bytes: &[u8], at: usize) -> bool {
+    let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+    bytes[start..at].contains(&b'#')
+}
+
+/// The L5 answer for a DSL kernel module at a target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admitted {
+    /// Every op it builds admits the target.
+    All,
+    /// Some of its kernels (top-level classes or functions) compile for the target: the ones
+    /// that do not.
+    Some(Vec<String>),
+    /// None does.
+    None,
+    /// An op's admission could not be evaluated.
+    Unknown(String),
+}
+
+impl DslIndex {
+    /// How the ops a kernel module builds admit the target, with evidence. Each top-level
+    /// class or function of the module is one kernel: it compiles for the target only if
+    /// every op it builds admits it. The module is covered when all its kernels are, partly
+    /// when some are (it holds kernels for several architectures and picks one at run time).
+    pub fn admitted(&self, module: &str, target: Arch) -> Option<(Admitted, Vec<String>)> {
+        let (file, uses) = self.kernels.get(module)?;
+        let arch = DslArch::of_device(target);
+        let mut groups: Vec<&str> = Vec::new();
+        for u in uses {
+            if !groups.contains(&u.group.as_str()) {
+                groups.push(&u.group);
+            }
+        }
+        let mut evidence = Vec::new();
+        let (mut admitting, mut refusing) = (Vec::new(), Vec::new());
+        for group in groups {
+            let mut refused: Option<(&OpUse, &Op)> = None;
+            let mut unknown: Option<&Op> = None;
+            let mut declared: Option<(&OpUse, &Op)> = None;
+            for u in uses.iter().filter(|u| u.group == group) {
+                let Some(op) = self.ops.get(&u.op) else {
+                    continue;
+                };
+                match op.admission.admits(arch) {
+                    Some(false) if refused.is_none() => refused = Some((u, op)),
+                    None if unknown.is_none() => unknown = Some(op),
+                    Some(true) if declared.is_none() && op.admission != Admission::Any => {
+                        declared = Some((u, op))
+                    }
+                    _ => {}
+                }
+            }
+            let cite = |u: &OpUse, op: &Op, word: &str| {
+                let via = u
+                    .via
+                    .as_ref()
+                    .map(|v| format!(" through {v}"))
+                    .unwrap_or_default();
+                format!(
+                    "{file}:{} {group} builds {}{via} ({}:{} admissible_archs = {}): {word} {}",
+                    u.line,
+                    op.key,
+                    op.file,
+                    op.line,
+                    op.admission.words(),
+                    arch.name()
+                )
+            };
+            match (refused, unknown, declared) {
+                (Some((u, op)), _, _) => {
+                    evidence.push(cite(u, op, "does not admit"));
+                    refusing.push(group.to_string());
+                }
+                (None, Some(op), _) => {
+                    return Some((
+                        Admitted::Unknown(format!(
+                            "{}:{} admits {} is not read",
+                            op.file,
+                            op.line,
+                            op.admission.words()
+                        )),
+                        evidence,
+                    ));
+                }
+                (None, None, Some((u, op))) => {
+                    evidence.push(cite(u, op, "admits"));
+                    admitting.push(group.to_string());
+                }
+                // Only ops with no declared admission: it compiles anywhere.
+                (None, None, None) => admitting.push(group.to_string()),
+            }
+        }
+        let answer = match (admitting.is_empty(), refusing.is_empty()) {
+            (_, true) => Admitted::All,
+            (true, false) => Admitted::None,
+            (false, false) => Admitted::Some(refusing),
+        };
+        Some((answer, evidence))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arch(sm: u32) -> DslArch {
+        DslArch::of_device(Arch::new(sm / 10, sm % 10))
+    }
+
+    #[test]
+    fn dsl_arch_names_and_families() {
+        assert_eq!(arch(120).name(), "sm_120a");
+        assert_eq!(arch(80).name(), "sm_80");
+        let fam = DslArch::parse("sm_100f").unwrap();
+        assert!(arch(100).is_family_of(fam));
+        assert!(arch(103).is_family_of(fam));
+        assert!(!arch(110).is_family_of(fam));
+        assert!(!arch(120).is_family_of(fam));
+        // sm_101 was renamed sm_110: it is only the family of sm_110f.
+        let renamed = DslArch::parse("sm_101a").unwrap();
+        assert!(!renamed.is_family_of(fam));
+        assert!(renamed.is_family_of(DslArch::parse("sm_110f").unwrap()));
+        assert!(!arch(80).is_family_of(DslArch::parse("sm_80").unwrap()));
+    }
+
+    #[test]
+    fn filters_evaluate_per_target() {
+        let body = "arch.is_family_of(Arch.sm_100f) or arch.is_family_of(Arch.sm_110f)";
+        let admitted: Vec<u32> = [90, 100, 103, 110, 120, 121]
+            .into_iter()
+            .filter(|&sm| eval_filter(body, arch(sm)) == Some(true))
+            .collect();
+        assert_eq!(admitted, vec![100, 103, 110]);
+        assert_eq!(
+            eval_filter("arch in [Arch.sm_120a, Arch.sm_121a]", arch(121)),
+            Some(true)
+        );
+        assert_eq!(
+            eval_filter("not (arch == Arch.sm_90a)", arch(90)),
+            Some(false)
+        );
+        assert_eq!(eval_filter("arch.major >= 10", arch(100)), None);
+        assert_eq!(
+            eval_filter("arch.is_family_of(Arch.sm_100f) or", arch(100)),
+            None
+        );
+    }
+
+    const OPS: &str = "\
+class Tcgen05MmaOp(atom.MmaOp):
+    pass
+
+
+class MmaOp(Tcgen05MmaOp):
+    admissible_archs = Arch.filter(
+        lambda arch: arch.is_family_of(Arch.sm_100f) or arch.is_family_of(Arch.sm_110f)
+    )
+
+
+class BlockScaledMmaOp(Tcgen05MmaOp):
+    admissible_archs = [
+        Arch.sm_100a,
+        Arch.sm_103a,
+    ]
+
+
+class MmaF16BF16Op(MmaOp):
+    def __post_init__(self):
+        if arch not in self.admissible_archs:
+            raise OpError()
+
+
+class MmaMXF4Op(BlockScaledMmaOp):
+    pass
+";
+
+    const WARP: &str = "\
+class MmaSM120BlockScaledOp(MmaOp):
+    admissible_archs = [Arch.sm_120a, Arch.sm_121a]
+
+
+class MmaMXF4Op(MmaSM120BlockScaledOp):
+    pass
+";
+
+    fn index(kernels: &[(&str, &str, &str)]) -> DslIndex {
+        let mut files: Vec<(&str, Option<&str>, &[u8])> = vec![
+            (
+                "cutlass/cute/nvgpu/tcgen05/mma.py",
+                Some("cutlass.cute.nvgpu.tcgen05.mma"),
+                OPS.as_bytes(),
+            ),
+            (
+                "cutlass/cute/nvgpu/warp/mma.py",
+                Some("cutlass.cute.nvgpu.warp.mma"),
+                WARP.as_bytes(),
+            ),
+            (
+                "cutlass/cute/nvgpu/common.py",
+                Some("cutlass.cute.nvgpu.common"),
+                b"class CopyOp:\n    pass\n",
+            ),
+        ];
+        files.extend(kernels.iter().map(|(p, m, s)| (*p, Some(*m), s.as_bytes())));
+        DslIndex::from_files(files)
+    }
+
+    #[test]
+    fn ops_inherit_their_bases_admission_per_namespace() {
+        let index = index(&[]);
+        let mut keys: Vec<&str> = index.ops.keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec![
+                "tcgen05.BlockScaledMmaOp",
+                "tcgen05.MmaF16BF16Op",
+                "tcgen05.MmaMXF4Op",
+                "tcgen05.MmaOp",
+                "tcgen05.Tcgen05MmaOp",
+                "warp.MmaMXF4Op",
+                "warp.MmaSM120BlockScaledOp",
+            ]
+        );
+        // MmaMXF4Op exists in both namespaces, with different admissions.
+        let tc = &index.ops["tcgen05.MmaMXF4Op"];
+        assert_eq!(
+            (tc.line, tc.admission.words().as_str()),
+            (12, "[sm_100a, sm_103a]")
+        );
+        // The base declares nothing: any arch.
+        assert_eq!(index.ops["tcgen05.Tcgen05MmaOp"].admission, Admission::Any);
+        let warp = &index.ops["warp.MmaMXF4Op"];
+        assert_eq!(warp.line, 2);
+        assert!(
+            index.ops["tcgen05.MmaF16BF16Op"]
+                .admission
+                .words()
+                .starts_with("Arch.filter")
+        );
+    }
+
+    #[test]
+    fn kernel_modules_are_judged_by_the_ops_they_build() {
+        let sm100 = "\
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import tcgen05
+
+def make():
+    # tcgen05.MmaF16BF16Op( in a comment is not a use
+    return tcgen05.MmaMXF4Op(cute.Float4E2M1FN)
+";
+        let sm120 = "\
+from cutlass.cute.nvgpu.warp import MmaMXF4Op as WarpMxf4
+
+def make():
+    return WarpMxf4(1)
+";
+        let both = "\
+import cutlass.cute as cute
+
+
+class KernelSm120:
+    def make(self):
+        return cute.nvgpu.warp.MmaMXF4Op(1)
+
+
+class KernelSm100:
+    def make(self):
+        return cute.nvgpu.tcgen05.MmaF16BF16Op(1)
+";
+        // A helper module of the DSL building ops, and a kernel reaching them through it.
+        let helpers = "\
+from cutlass.cute.nvgpu.tcgen05 import (
+    MmaOp,
+    BlockScaledMmaOp,
+    MmaMXF4Op,
+)
+
+
+def make_blockscaled_trivial_tiled_mma(dtype):
+    return MmaMXF4Op(dtype)
+";
+        let through_helper = "\
+import cutlass.utils.blackwell_helpers as sm100_utils
+
+
+class Gemm:
+    def mma(self):
+        return sm100_utils.make_blockscaled_trivial_tiled_mma(1)
+";
+        // One kernel mixing an op of any arch (TMA-like, no admission) with an sm_100 one.
+        let mixed = "\
+from cutlass.cute.nvgpu import tcgen05, common
+
+
+def kernel():
+    common.CopyOp()
+    return tcgen05.MmaF16BF16Op(1)
+";
+        let index = index(&[
+            ("k/sm100.py", "k.sm100", sm100),
+            ("k/sm120.py", "k.sm120", sm120),
+            ("k/both.py", "k.both", both),
+            (
+                "flashinfer/data/cutlass/python/CuTeDSL/cutlass/utils/blackwell_helpers.py",
+                "flashinfer.data.cutlass.python.CuTeDSL.cutlass.utils.blackwell_helpers",
+                helpers,
+            ),
+            ("k/through.py", "k.through", through_helper),
+            ("k/mixed.py", "k.mixed", mixed),
+            ("k/plain.py", "k.plain", "def f():\n    return 1\n"),
+        ]);
+        assert!(!index.is_kernel("k.plain"));
+        let at = |module: &str, sm: u32| {
+            index
+                .admitted(module, Arch::new(sm / 10, sm % 10))
+                .map(|(a, _)| a)
+        };
+        assert_eq!(at("k.sm100", 100), Some(Admitted::All));
+        assert_eq!(at("k.sm100", 120), Some(Admitted::None));
+        assert_eq!(at("k.sm100", 110), Some(Admitted::None));
+        assert_eq!(at("k.sm120", 120), Some(Admitted::All));
+        assert_eq!(at("k.sm120", 121), Some(Admitted::All));
+        assert_eq!(at("k.sm120", 100), Some(Admitted::None));
+        assert_eq!(
+            at("k.both", 120),
+            Some(Admitted::Some(vec!["KernelSm100".into()]))
+        );
+        assert_eq!(at("k.both", 90), Some(Admitted::None));
+        assert_eq!(at("k.through", 100), Some(Admitted::All));
+        assert_eq!(at("k.through", 120), Some(Admitted::None));
+        assert_eq!(at("k.mixed", 120), Some(Admitted::None));
+        assert_eq!(at("k.mixed", 103), Some(Admitted::All));
+        let (_, evidence) = index.admitted("k.through", Arch::new(12, 0)).unwrap();
+        assert_eq!(
+            evidence,
+            vec![
+                "k/through.py:6 Gemm builds tcgen05.MmaMXF4Op through \
+                 cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma \
+                 (cutlass/cute/nvgpu/tcgen05/mma.py:12 admissible_archs = [sm_100a, sm_103a]): \
+                 does not admit sm_120a"
+            ]
+        );
+        let (_, evidence) = index.admitted("k.sm100", Arch::new(12, 0)).unwrap();
+        assert_eq!(
+            evidence,
+            vec![
+                "k/sm100.py:6 make builds tcgen05.MmaMXF4Op (cutlass/cute/nvgpu/tcgen05/mma.py:12 \
+                 admissible_archs = [sm_100a, sm_103a]): does not admit sm_120a"
+            ]
+        );
+    }
+}
