@@ -103,7 +103,11 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         .iter()
         .flat_map(|p| &p.requires)
         .any(|r| matches!(r, Requirement::Library { .. }));
-    let kernels = || kernel_index(&site, &rules, needs_libraries);
+    let needs_dsl = selected
+        .iter()
+        .flat_map(|p| &p.requires)
+        .any(|r| matches!(r, Requirement::Dsl(_)));
+    let kernels = || kernel_index(&site, &rules, needs_libraries, needs_dsl);
     let input = plan::PlanInput {
         site: &site,
         target: args.target,
@@ -238,17 +242,21 @@ fn select<'p>(set: &'p PatchSet, ids: &[String]) -> Result<Vec<&'p Patch>> {
         .collect()
 }
 
-fn kernel_index(site: &Site, rules: &Rules, libraries: bool) -> KernelIndex {
+fn kernel_index(site: &Site, rules: &Rules, libraries: bool, dsl: bool) -> KernelIndex {
     let options = ScanOptions {
         kernel_sources: true,
         ..ScanOptions::default()
     };
     let scan = scan_with(site, rules, options);
-    if libraries {
+    let mut index = if libraries {
         KernelIndex::build(site, &scan)
     } else {
         KernelIndex::build_jit_only(site, &scan)
+    };
+    if dsl {
+        index.dsl = crate::kernel::dsl::DslIndex::read(&site.root);
     }
+    index
 }
 
 /// 3 when a patch meant for this site was refused or did not fit it; a patch named with
