@@ -17,6 +17,9 @@
 #             whole site: it also analyses the site's Python sources (JIT generators,
 #             fixed-arch builds), work the other commands do not do, so it is not judged
 #             unless BENCH_JUDGE=site.
+#   gatefix-site-list (full runs only) the same with `--layers list` (arch lists only): the
+#             kernel layers (device guards, host checks, toolchain) may cost at most 25% more
+#             than it (gatefix-site/gatefix-site-list <= 1.25, enforced).
 # and fails (exit 1) unless gatefix is >= 20x faster than cuobjdump and faster than cat.
 #
 # Environment:
@@ -58,6 +61,7 @@ fi
 # Limits the run is judged by (see the header).
 MIN_CUOBJDUMP_OVER_GATEFIX=20
 MIN_CAT_OVER_GATEFIX=1
+MAX_LAYERS_OVER_LIST=1.25
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
@@ -134,6 +138,9 @@ JOBS=$(nproc)
 q() { printf '%q' "$1"; }
 GATEFIX_CMD="$(q "$GATEFIX") kernels $(q "$LIBS") --format json > /dev/null"
 GATEFIX_SITE_CMD="$(q "$GATEFIX") kernels $(q "$SITE") --format json > /dev/null"
+# The same with the arch lists only (L2): the other layers (device guards, host checks, DSL
+# admission, toolchain) must cost at most MAX_LAYERS_OVER_LIST more.
+GATEFIX_SITE_LIST_CMD="$(q "$GATEFIX") kernels $(q "$SITE") --layers list --format json > /dev/null"
 # cuobjdump takes one file per call. It exits 255 on a library without device code, which
 # would make xargs stop, so each call is wrapped to succeed; a real failure ("fatal") is caught
 # by the check run below, not by hyperfine.
@@ -169,6 +176,7 @@ COMMANDS=(
 if [[ $QUICK != 1 ]]; then
     PY_FILES=$(find "$SITE" -name __pycache__ -prune -o -type f -name '*.py' -print | wc -l)
     COMMANDS+=(--command-name gatefix-site "$GATEFIX_SITE_CMD")
+    COMMANDS+=(--command-name gatefix-site-list "$GATEFIX_SITE_LIST_CMD")
 else
     PY_FILES=0
 fi
@@ -182,16 +190,16 @@ hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-json "$OUT/hyperfine.json" 
 # ---------------------------------------------------------------------------------------------
 
 python3 - "$OUT/hyperfine.json" "$N_LIBS" "$LIBS_BYTES" "$WITH_CODE" "$PY_FILES" "$JUDGE" \
-    "$MIN_CUOBJDUMP_OVER_GATEFIX" "$MIN_CAT_OVER_GATEFIX" "$QUICK" <<'EOF'
+    "$MIN_CUOBJDUMP_OVER_GATEFIX" "$MIN_CAT_OVER_GATEFIX" "$QUICK" "$MAX_LAYERS_OVER_LIST" <<'EOF'
 import json, sys
 
-path, n_libs, size, with_code, py_files, judge, min_cu, min_cat, quick = sys.argv[1:]
-min_cu, min_cat = float(min_cu), float(min_cat)
+path, n_libs, size, with_code, py_files, judge, min_cu, min_cat, quick, max_layers = sys.argv[1:]
+min_cu, min_cat, max_layers = float(min_cu), float(min_cat), float(max_layers)
 res = {r["command"]: r for r in json.load(open(path))["results"]}
 mean = {k: r["mean"] for k, r in res.items()}
 
 print(f"libraries:  {n_libs} *.so* files, {int(size) / 2**30:.2f} GiB, {with_code} with device code")
-for name in ("gatefix", "cuobjdump", "cat", "gatefix-site"):
+for name in ("gatefix", "cuobjdump", "cat", "gatefix-site", "gatefix-site-list"):
     if name in res:
         r = res[name]
         print(f"{name + ':':14} {r['mean'] * 1000:10.1f} ms mean  (± {r['stddev'] * 1000 if r['stddev'] else 0:.1f}, "
@@ -206,6 +214,12 @@ if "gatefix-site" in mean and judge != "site":
           f"cat/gatefix-site {mean['cat'] / mean['gatefix-site']:.2f}x (not judged)")
 
 failed = []
+if "gatefix-site-list" in mean:
+    layers = mean["gatefix-site"] / mean["gatefix-site-list"]
+    print(f"gatefix-site/gatefix-site-list (all kernel layers / L2 arch lists only): {layers:.2f}x "
+          f"(limit <= {max_layers:g}x)")
+    if layers > max_layers:
+        failed.append(f"the kernel layers cost {layers:.2f}x the L2-only run (more than {max_layers:g}x)")
 if mean["cuobjdump"] < min_cu * gf:
     failed.append(f"{who} is only {mean['cuobjdump'] / gf:.2f}x faster than cuobjdump (less than {min_cu:g}x)")
 if not mean["cat"] > min_cat * gf:

@@ -498,10 +498,10 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
     let (_, evidence) = verdict_at(&doc, "gemmlib/gemm.py", 19);
     assert!(
         evidence.iter().any(|e| e
-            == "L5 DSL admission gemmlib/kernels/gemm_sm100.py:7 Sm100BlockScaledGemmKernel \
-                builds tcgen05.MmaMXF4NVF4Op through \
+            == "L5 DSL admission gemmlib/kernels/gemm_sm100.py:12 run_sm100 builds \
+                tcgen05.MmaMXF4NVF4Op through Sm100BlockScaledGemmKernel > \
                 cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma \
-                (cutlass/cute/nvgpu/tcgen05/mma.py:20 admissible_archs = [sm_100a, sm_103a]): \
+                (cutlass/cute/nvgpu/tcgen05/mma.py:20 admits [sm_100a, sm_103a]): \
                 does not admit sm_120a"),
         "{evidence:#?}"
     );

@@ -1,15 +1,18 @@
 //! L5, DSL admission: CuTe DSL ops declare the architectures they compile for
 //! (`admissible_archs`), and raise `OpError` at compile time on any other. A Python module that
 //! builds such ops is a DSL kernel: it has a kernel at a target only when the ops it builds
-//! admit the DSL's arch for that GPU.
+//! admit the DSL's arch for that GPU. The unit is a top-level class or function of a module:
+//! one kernel, compiled for the target only if every op it builds admits it.
 //!
 //! Read from the site's text, never imported:
-//! - the op classes: any `class` in a file under `cute/nvgpu/<namespace>/` (nvidia-cutlass-dsl,
-//!   and vendored copies such as flashinfer's `data/cutlass/python/CuTeDSL`) with an
-//!   `admissible_archs = [...]` list or `Arch.filter(lambda arch: ...)`, and the classes
-//!   inheriting one (`class MmaMXF4Op(BlockScaledMmaOp)`);
-//! - the kernels: modules outside those folders that call `<namespace>.<Op>(` or import the op
-//!   from `...nvgpu.<namespace>`.
+//! - the op classes: any `class ...Op` in a file under `cute/nvgpu/<namespace>/`
+//!   (nvidia-cutlass-dsl, and vendored copies such as flashinfer's `data/cutlass/python/CuTeDSL`)
+//!   with an `admissible_archs = [...]` list, `Arch.filter(lambda arch: ...)` or an
+//!   `if not <test of arch>:` check (`__post_init__`), else inheriting one (`class
+//!   MmaMXF4Op(BlockScaledMmaOp)`), else admitting any arch;
+//! - the kernels: top-level classes and functions outside those folders that call
+//!   `<namespace>.<Op>(` or an op imported from `...nvgpu.<namespace>`, or a definition that
+//!   does (a DSL helper, a kernel class, a definition of the same module; up to four levels).
 //!
 //! The DSL's arch for a GPU is `sm_<major><minor>a` from compute capability 9.0 up, plain
 //! below (`detect_gpu_arch` in `cutlass/base_dsl/env_manager.py`); `is_family_of(X)` holds
@@ -228,39 +231,92 @@ impl DslIndex {
                 })
             })
             .collect();
-        // Helpers: module → function → the ops its body builds directly.
+        // What each (module, top-level definition) builds: its own op calls, then, over a few
+        // rounds, the ops of the definitions it calls that are part of one kernel (helpers of
+        // the DSL such as `blackwell_helpers.make_trivial_tiled_mma`, kernel classes of other
+        // modules, definitions of its own module), so `run -> compile -> Kernel` is one kernel.
         // A vendored copy (`flashinfer.data.cutlass.python.CuTeDSL.cutlass.utils.x`) is
         // imported as `cutlass.utils.x`: it is known by both names.
-        let mut helpers: HashMap<(&str, &str), Vec<&OpUse>> = HashMap::new();
+        type Key = (String, String);
+        let mut built: HashMap<Key, Vec<OpUse>> = HashMap::new();
+        let mut aliases: HashMap<String, String> = HashMap::new();
         for builder in &builders {
-            let vendored = builder
-                .module
-                .rfind(".cutlass.")
-                .map(|at| &builder.module[at + 1..]);
+            if let Some(at) = builder.module.rfind(".cutlass.") {
+                aliases.insert(
+                    builder.module[at + 1..].to_string(),
+                    builder.module.to_string(),
+                );
+            }
             for op_use in &builder.uses {
-                for name in std::iter::once(builder.module).chain(vendored) {
-                    helpers
-                        .entry((name, op_use.group.as_str()))
-                        .or_default()
-                        .push(op_use);
-                }
+                built
+                    .entry((builder.module.to_string(), op_use.group.clone()))
+                    .or_default()
+                    .push(op_use.clone());
             }
         }
-        for builder in &builders {
-            let mut uses = builder.uses.clone();
-            for (line, group, module, function) in &builder.helper_calls {
-                let Some(built) = helpers.get(&(module.as_str(), function.as_str())) else {
-                    continue;
-                };
-                for op_use in built {
-                    uses.push(OpUse {
-                        op: op_use.op.clone(),
-                        line: *line,
-                        group: group.clone(),
-                        via: Some(format!("{module}.{function}")),
-                    });
+        const ROUNDS: usize = 4;
+        for _ in 0..ROUNDS {
+            let mut added: Vec<(Key, OpUse)> = Vec::new();
+            for builder in &builders {
+                for (line, group, called, function) in &builder.helper_calls {
+                    let module = aliases.get(called).unwrap_or(called);
+                    // A function of another library module may dispatch (a DSL path for one
+                    // arch, a JIT or native one for others): the linker follows it instead.
+                    // What a kernel is made of: the DSL's own helpers, kernel classes, and
+                    // definitions of its own module.
+                    let part_of_kernel = module == builder.module
+                        || module.split('.').any(|segment| segment == "cutlass")
+                        || function.starts_with(|c: char| c.is_ascii_uppercase());
+                    if !part_of_kernel {
+                        continue;
+                    }
+                    let Some(callee) = built.get(&(module.clone(), function.clone())) else {
+                        continue;
+                    };
+                    let key = (builder.module.to_string(), group.clone());
+                    let have = built.get(&key);
+                    for op_use in callee {
+                        let known = have.is_some_and(|h| h.iter().any(|u| u.op == op_use.op))
+                            || added.iter().any(|(k, u)| *k == key && u.op == op_use.op);
+                        if known {
+                            continue;
+                        }
+                        let via = if module == builder.module {
+                            function.clone()
+                        } else {
+                            format!("{called}.{function}")
+                        };
+                        let via = match &op_use.via {
+                            Some(deeper) => format!("{via} > {deeper}"),
+                            None => via,
+                        };
+                        added.push((
+                            key.clone(),
+                            OpUse {
+                                op: op_use.op.clone(),
+                                line: *line,
+                                group: group.clone(),
+                                via: Some(via),
+                            },
+                        ));
+                    }
                 }
             }
+            if added.is_empty() {
+                break;
+            }
+            for (key, op_use) in added {
+                built.entry(key).or_default().push(op_use);
+            }
+        }
+        let mut per_module: HashMap<String, Vec<OpUse>> = HashMap::new();
+        for ((module, _), uses) in built {
+            per_module.entry(module).or_default().extend(uses);
+        }
+        for builder in &builders {
+            let Some(mut uses) = per_module.remove(builder.module) else {
+                continue;
+            };
             let declared = uses.iter().any(|u| {
                 index
                     .ops
@@ -268,8 +324,13 @@ impl DslIndex {
                     .is_some_and(|op| op.admission != Admission::Any)
             });
             if declared {
-                uses.sort_by(|a, b| a.line.cmp(&b.line).then_with(|| a.op.cmp(&b.op)));
-                uses.dedup_by(|a, b| a.line == b.line && a.op == b.op);
+                uses.sort_by(|a, b| {
+                    a.line
+                        .cmp(&b.line)
+                        .then_with(|| a.group.cmp(&b.group))
+                        .then_with(|| a.op.cmp(&b.op))
+                });
+                uses.dedup_by(|a, b| a.line == b.line && a.op == b.op && a.group == b.group);
                 index
                     .kernels
                     .insert(builder.module.to_string(), (builder.path.to_string(), uses));
@@ -297,9 +358,18 @@ impl DslIndex {
         )
     }
 
-    /// Whether a module builds DSL ops whose admission is declared.
-    pub fn is_kernel(&self, module: &str) -> bool {
-        self.kernels.contains_key(module)
+    /// Whether a top-level class or function of a module builds DSL ops, one of them with a
+    /// declared admission (a kernel needs its ops to admit the target).
+    pub fn is_kernel(&self, module: &str, kernel: &str) -> bool {
+        self.kernels.get(module).is_some_and(|(_, uses)| {
+            uses.iter().any(|u| {
+                u.group == kernel
+                    && self
+                        .ops
+                        .get(&u.op)
+                        .is_some_and(|op| op.admission != Admission::Any)
+            })
+        })
     }
 }
 
@@ -685,7 +755,11 @@ fn calls(
                 .modules
                 .get(q)
                 .map(|m| (m.clone(), last.to_string())),
-            (None, None) => imports.functions.get(last).cloned(),
+            (None, None) => imports.functions.get(last).cloned().or_else(|| {
+                // A definition of this module (not the one the call is in).
+                (groups.defines(last) && groups.at(start) != last)
+                    .then(|| (module.to_string(), last.to_string()))
+            }),
         };
         if (op.is_none() && helper.is_none()) || in_comment(bytes, start) {
             continue;
@@ -842,6 +916,10 @@ impl Groups {
         Groups { starts }
     }
 
+    fn defines(&self, name: &str) -> bool {
+        name != "<module>" && self.starts.iter().any(|(_, n)| n == name)
+    }
+
     fn at(&self, offset: usize) -> &str {
         let i = self.starts.partition_point(|(start, _)| *start <= offset);
         if i == 0 {
@@ -876,11 +954,17 @@ impl DslIndex {
     /// class or function of the module is one kernel: it compiles for the target only if
     /// every op it builds admits it. The module is covered when all its kernels are, partly
     /// when some are (it holds kernels for several architectures and picks one at run time).
-    pub fn admitted(&self, module: &str, target: Arch) -> Option<(Admitted, Vec<String>)> {
+    ///
+    /// `id` is a module, or `module:Kernel` for one top-level class or function of it.
+    pub fn admitted(&self, id: &str, target: Arch) -> Option<(Admitted, Vec<String>)> {
+        let (module, only) = match id.split_once(':') {
+            Some((module, kernel)) => (module, Some(kernel)),
+            None => (id, None),
+        };
         let (file, uses) = self.kernels.get(module)?;
         let arch = DslArch::of_device(target);
         let mut groups: Vec<&str> = Vec::new();
-        for u in uses {
+        for u in uses.iter().filter(|u| only.is_none_or(|k| u.group == k)) {
             if !groups.contains(&u.group.as_str()) {
                 groups.push(&u.group);
             }
@@ -911,7 +995,7 @@ impl DslIndex {
                     .map(|v| format!(" through {v}"))
                     .unwrap_or_default();
                 format!(
-                    "{file}:{} {group} builds {}{via} ({}:{} admissible_archs = {}): {word} {}",
+                    "{file}:{} {group} builds {}{via} ({}:{} admits {}): {word} {}",
                     u.line,
                     op.key,
                     op.file,
@@ -1188,7 +1272,23 @@ def kernel():
             ("k/mixed.py", "k.mixed", mixed),
             ("k/plain.py", "k.plain", "def f():\n    return 1\n"),
         ]);
-        assert!(!index.is_kernel("k.plain"));
+        assert!(!index.is_kernel("k.plain", "f"));
+        assert!(index.is_kernel("k.both", "KernelSm100"));
+        assert!(index.is_kernel("k.both", "KernelSm120"));
+        assert!(!index.is_kernel("k.both", "make"));
+        // One kernel of a module, by its top-level name.
+        assert_eq!(
+            index
+                .admitted("k.both:KernelSm120", Arch::new(12, 0))
+                .map(|a| a.0),
+            Some(Admitted::All)
+        );
+        assert_eq!(
+            index
+                .admitted("k.both:KernelSm100", Arch::new(12, 0))
+                .map(|a| a.0),
+            Some(Admitted::None)
+        );
         let at = |module: &str, sm: u32| {
             index
                 .admitted(module, Arch::new(sm / 10, sm % 10))
@@ -1215,7 +1315,7 @@ def kernel():
             vec![
                 "k/through.py:6 Gemm builds tcgen05.MmaMXF4Op through \
                  cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma \
-                 (cutlass/cute/nvgpu/tcgen05/mma.py:12 admissible_archs = [sm_100a, sm_103a]): \
+                 (cutlass/cute/nvgpu/tcgen05/mma.py:12 admits [sm_100a, sm_103a]): \
                  does not admit sm_120a"
             ]
         );
@@ -1224,7 +1324,7 @@ def kernel():
             evidence,
             vec![
                 "k/sm100.py:6 make builds tcgen05.MmaMXF4Op (cutlass/cute/nvgpu/tcgen05/mma.py:12 \
-                 admissible_archs = [sm_100a, sm_103a]): does not admit sm_120a"
+                 admits [sm_100a, sm_103a]): does not admit sm_120a"
             ]
         );
     }

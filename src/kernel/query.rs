@@ -27,8 +27,8 @@ pub enum Requirement {
     Library { dist: Option<String>, glob: String },
     /// A cubin arch table, `<module>:<NAME>` (`flashinfer.jit.trtllm_gen_metainfo:BLACKWELL_CUBIN_ARCHS`).
     CubinTable(String),
-    /// A CuTe DSL kernel module (dotted), judged by the `admissible_archs` of the ops it
-    /// builds (`kernel::dsl`).
+    /// A CuTe DSL kernel, `<module>` or `<module>:<Kernel>` (a top-level class or function),
+    /// judged by the `admissible_archs` of the ops it builds (`kernel::dsl`).
     Dsl(String),
 }
 
@@ -55,14 +55,14 @@ impl Requirement {
             (None, None, Some(table), None) if module_item(&table) && dist.is_none() => {
                 Ok(Requirement::CubinTable(table))
             }
-            (None, None, None, Some(module))
-                if !module.is_empty() && !module.contains(':') && dist.is_none() =>
+            (None, None, None, Some(kernel))
+                if !kernel.is_empty() && !kernel.starts_with(':') && dist.is_none() =>
             {
-                Ok(Requirement::Dsl(module))
+                Ok(Requirement::Dsl(kernel))
             }
             _ => Err("a kernel is exactly one of { jit = \"module:function\" }, \
                  { library = \"glob\", dist = \"...\" }, { cubin_table = \"module:NAME\" } \
-                 or { dsl = \"module\" }"
+                 or { dsl = \"module[:Kernel]\" }"
                 .into()),
         }
     }
@@ -192,7 +192,7 @@ impl KernelIndex {
             None => LayerAnswer::new(
                 Layer::L5,
                 Verdict::Unknown,
-                format!("no CuTe DSL kernel module `{module}` in the site"),
+                format!("no CuTe DSL kernel `{module}` in the site"),
             ),
             Some((admitted, evidence)) => {
                 let (verdict, summary) = match admitted {

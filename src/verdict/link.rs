@@ -593,17 +593,28 @@ impl Linker<'_> {
                 push(search, Requirement::Jit(id), None, next_chain);
                 continue;
             }
-            let callee_module = match &callee {
-                Callee::Named(module, _) => Some(module.as_str()),
-                Callee::At { file, .. } => self.text.files[*file].module.as_deref(),
+            // A top-level class or function that builds CuTe DSL ops is a DSL kernel: its
+            // ops' admission decides (L5). Other functions of the module are followed on.
+            let dsl_kernel = match &callee {
+                Callee::Named(module, function) => Some((
+                    module.as_str(),
+                    function.split('.').next().unwrap_or(function),
+                )),
+                Callee::At { file, offset, .. } => {
+                    let f = &self.text.files[*file];
+                    let name = call.rsplit('.').next().unwrap_or(call);
+                    f.module
+                        .as_deref()
+                        .filter(|_| line_indent(&f.src, *offset) == 0)
+                        .map(|m| (m, name))
+                }
             };
-            if let Some(module) = callee_module
-                && module != parsed.module
-                && self.dsl.is_kernel(module)
+            if let Some((module, kernel)) = dsl_kernel
+                && self.dsl.is_kernel(module, kernel)
             {
                 push(
                     search,
-                    Requirement::Dsl(module.to_string()),
+                    Requirement::Dsl(format!("{module}:{kernel}")),
                     None,
                     next_chain,
                 );
