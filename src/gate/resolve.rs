@@ -346,6 +346,17 @@ impl<'a> Resolver<'a> {
         if self.tokens.hit(text.as_bytes()) {
             return true;
         }
+        // `int(minor)`, `tuple(map(int, ...))`: a builtin conversion is worth what its
+        // arguments are (the call's base name, `int`, is no binding of the module).
+        if let Expr::Call { func, args, .. } = expr
+            && let Expr::Name(name) = func.as_ref()
+            && python_builtin(name).is_some()
+            && !self.is_local(name, scope)
+            && !scope.module.assigns.contains_key(name.as_str())
+            && !scope.module.function_index.contains_key(name.as_str())
+        {
+            return args.iter().any(|a| self.worth_resolving(a, scope));
+        }
         let base = base_name(expr);
         base.is_some_and(|name| {
             self.is_local(name, scope)
