@@ -254,7 +254,7 @@ fn kernel_index(site: &Site, rules: &Rules, libraries: bool, dsl: bool) -> Kerne
         KernelIndex::build_jit_only(site, &scan)
     };
     if dsl {
-        index.dsl = crate::kernel::dsl::DslIndex::read(&site.root);
+        index.dsl = crate::verdict::site_text::SiteText::read(&site.root).dsl_index();
     }
     index
 }

@@ -20,7 +20,7 @@ use crate::report::explain::{
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, ScanResult, scan_with};
 use crate::site::Site;
-use crate::verdict::{Verdicts, judge};
+use crate::verdict::{VerdictKind, Verdicts, judge};
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
@@ -163,9 +163,15 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         .raises
         .iter()
         .any(|r| r.generators.iter().any(|g| g.kernel == "missing"))
-        || guards_raising().any(|g| matches!(g.verdict, "wall" | "trap"));
-    let can_open = guards_raising().any(|g| g.verdict == "opportunity");
-    let unknown = guards_raising().any(|g| !matches!(g.verdict, "wall" | "trap" | "opportunity"));
+        || guards_raising()
+            .any(|g| matches!(g.verdict, Some(VerdictKind::Wall | VerdictKind::Trap)));
+    let can_open = guards_raising().any(|g| g.verdict == Some(VerdictKind::Opportunity));
+    let unknown = guards_raising().any(|g| {
+        !matches!(
+            g.verdict,
+            Some(VerdictKind::Wall | VerdictKind::Trap | VerdictKind::Opportunity)
+        )
+    });
     explanation.conclusion = if missing_kernel {
         Conclusion::NoKernel
     } else if can_open {
@@ -310,7 +316,7 @@ impl Context<'_> {
                     file: gate.file.clone(),
                     line: gate.line,
                     text: collapse_whitespace(&gate.text),
-                    verdict: verdict.kind.name(),
+                    verdict: verdict.kind,
                 })
             })
             .collect()
@@ -335,7 +341,7 @@ impl Context<'_> {
             .verdicts
             .get(index)
             .and_then(|v| v.first())
-            .map_or("not judged", |v| v.kind.name());
+            .map(|v| v.kind);
         let (raises, why) = match evaluate(&gate.predicate, self.target.plain(), self.cuda) {
             Admits::Yes => ("yes", Vec::new()),
             Admits::No => ("no", Vec::new()),

@@ -163,7 +163,8 @@ struct Builder<'a> {
     module: &'a str,
     /// Its op calls.
     uses: Vec<OpUse>,
-    /// Calls of functions of other modules, not yet expanded: (line, group, module, function).
+    /// Calls of functions of other modules or of its own, not yet expanded: (line, group,
+    /// module, function).
     helper_calls: Vec<HelperCall>,
 }
 
@@ -337,25 +338,6 @@ impl DslIndex {
             }
         }
         index
-    }
-
-    /// From the Python files under a root, read here (for callers that hold no site text).
-    pub fn read(root: &std::path::Path) -> DslIndex {
-        let mut warnings = Vec::new();
-        let files: Vec<(String, Option<String>, Vec<u8>)> =
-            crate::scan::python_files(root, &mut warnings)
-                .into_iter()
-                .filter_map(|relative| {
-                    let src = std::fs::read(root.join(&relative)).ok()?;
-                    let module = crate::gate::index::module_name(&relative).map(|(m, _)| m);
-                    Some((relative.to_string_lossy().replace('\\', "/"), module, src))
-                })
-                .collect();
-        DslIndex::from_files(
-            files
-                .iter()
-                .map(|(p, m, s)| (p.as_str(), m.as_deref(), s.as_slice())),
-        )
     }
 
     /// Whether a top-level class or function of a module builds DSL ops, one of them with a
@@ -1043,29 +1025,6 @@ mod tests {
 
     fn arch(sm: u32) -> DslArch {
         DslArch::of_device(Arch::new(sm / 10, sm % 10))
-    }
-
-    #[test]
-    fn read_walks_a_site_for_ops_and_kernels() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
-        let index = DslIndex::read(&root);
-        let mut kernels: Vec<&str> = index.kernels.keys().map(String::as_str).collect();
-        kernels.sort();
-        // The SM80 kernel builds only an op with no declared admission: not a DSL kernel.
-        assert_eq!(
-            kernels,
-            vec![
-                "cutlass.utils.blackwell_helpers",
-                "gemmlib.kernels.gemm_sm100",
-                "gemmlib.kernels.gemm_sm120"
-            ]
-        );
-        assert_eq!(
-            index
-                .admitted("gemmlib.kernels.gemm_sm120", Arch::new(12, 1))
-                .map(|a| a.0),
-            Some(Admitted::None)
-        );
     }
 
     #[test]

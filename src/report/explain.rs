@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::report::human::elide;
+use crate::verdict::VerdictKind;
 
 /// Everything `explain` found for one message at one target.
 #[derive(Debug, Serialize)]
@@ -75,7 +76,7 @@ pub struct GateReach {
     pub file: String,
     pub line: u32,
     pub text: String,
-    pub verdict: &'static str,
+    pub verdict: VerdictKind,
 }
 
 #[derive(Debug, Serialize)]
@@ -84,8 +85,8 @@ pub struct GuardFinding {
     pub line: u32,
     pub text: String,
     pub predicate: String,
-    /// The guard's verdict at the target, `not judged` when it has none.
-    pub verdict: &'static str,
+    /// The guard's verdict at the target, none when it was not judged.
+    pub verdict: Option<VerdictKind>,
     /// Whether the check raises at the target: `yes`, `no` or `unknown`.
     pub raises: &'static str,
     /// Why it is unknown.
@@ -173,9 +174,9 @@ pub fn render_human(e: &Explanation) -> String {
                         reach.file,
                         reach.line,
                         elide(&reach.text, 70),
-                        reach.verdict
+                        reach.verdict.name()
                     );
-                    if reach.verdict == "trap" {
+                    if reach.verdict == VerdictKind::Trap {
                         let _ = writeln!(
                             out,
                             "        this gate lets {target} onto the path that raises: keep off \
@@ -196,14 +197,14 @@ pub fn render_human(e: &Explanation) -> String {
                     elide(&guard.text, 80),
                     guard.predicate
                 );
-                let verdict = guard.verdict;
-                let _ = match (guard.raises, verdict) {
-                    ("yes", "opportunity") => writeln!(
+                let verdict = guard.verdict.map_or("not judged", VerdictKind::name);
+                let _ = match (guard.raises, guard.verdict) {
+                    ("yes", Some(VerdictKind::Opportunity)) => writeln!(
                         out,
                         "  at {target} this check raises, yet the code after it has a kernel for \
                          {target} (verdict: opportunity): the gate can open"
                     ),
-                    ("yes", "wall" | "trap") => writeln!(
+                    ("yes", Some(VerdictKind::Wall | VerdictKind::Trap)) => writeln!(
                         out,
                         "  at {target} this check raises (verdict: {verdict}): the code after it has no \
                          path for {target}; the gate must stay closed"

@@ -11,7 +11,6 @@ use super::model::{Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
-use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::rules::Rules;
 use crate::scan::{Gate, ScanResult};
@@ -34,11 +33,7 @@ pub fn judge(
     if timings {
         eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
-    let dsl = DslIndex::from_files(
-        text.files
-            .iter()
-            .map(|f| (f.path.as_str(), f.module.as_deref(), f.src.as_slice())),
-    );
+    let dsl = text.dsl_index();
     if timings {
         eprintln!(
             "verdicts: CuTe DSL index ({} ops, {} kernel modules) {:?}",

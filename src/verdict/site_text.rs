@@ -9,6 +9,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use rayon::prelude::*;
 
 use crate::gate::index::module_name;
+use crate::kernel::dsl::DslIndex;
 
 /// Files over this size are generated tables or vendored code; they are not searched.
 const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -35,6 +36,15 @@ pub struct Hit {
 }
 
 impl SiteText {
+    /// The CuTe DSL ops and kernels of these files (L5, `kernel::dsl`).
+    pub fn dsl_index(&self) -> DslIndex {
+        DslIndex::from_files(
+            self.files
+                .iter()
+                .map(|f| (f.path.as_str(), f.module.as_deref(), f.src.as_slice())),
+        )
+    }
+
     pub fn read(root: &Path) -> SiteText {
         let mut warnings = Vec::new();
         let paths = crate::scan::python_files(root, &mut warnings);
@@ -142,6 +152,28 @@ fn def_names(src: &[u8]) -> Vec<(String, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn the_dsl_index_of_a_site_finds_its_ops_and_kernels() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
+        let index = SiteText::read(&root).dsl_index();
+        let mut kernels: Vec<&str> = index.kernels.keys().map(String::as_str).collect();
+        kernels.sort();
+        // The SM80 kernel builds only an op with no declared admission: not a DSL kernel.
+        assert_eq!(
+            kernels,
+            vec![
+                "cutlass.utils.blackwell_helpers",
+                "gemmlib.kernels.gemm_sm100",
+                "gemmlib.kernels.gemm_sm120"
+            ]
+        );
+        assert_eq!(
+            index
+                .admitted("gemmlib.kernels.gemm_sm120", crate::arch::Arch::new(12, 1))
+                .map(|a| a.0),
+            Some(crate::kernel::dsl::Admitted::None)
+        );
+    }
 
     #[test]
     fn definitions_are_found_at_line_starts_only() {
