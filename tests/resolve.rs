@@ -54,7 +54,7 @@ fn line_expectations(line: &str) -> Result<Option<Vec<Expect>>, String> {
                 other
                     .strip_prefix("gate(assumes ")
                     .and_then(|r| r.strip_suffix(')'))
-                    .ok_or_else(|| format!("`{other}`: expected `gate(assumes NAME)`"))?
+                    .ok_or_else(|| format!("`{other}`: expected `gate(assumes PHRASE)`"))?
                     .trim()
                     .to_string(),
             ),

@@ -21,12 +21,14 @@ use std::process::Command;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Recall floors, measured on main at 61bacf4 (2026-12-01): sglang 0.5.23 + flashinfer 0.7.2,
-/// survey of `sglang`: 273/392 = 0.696 (agreement at sm_120 79/79); vllm 0.33.0 + flashinfer
-/// 0.7.2.post1, survey of `vllm`: 474/665 = 0.713 (78/78). Issue 13's goal is 0.95 on both;
-/// the floors only keep recall from falling back while it is raised.
-const MIN_RECALL_SGLANG: f64 = 0.69;
-const MIN_RECALL_VLLM: f64 = 0.71;
+/// Recall floors. Measured on main at 61bacf4 (2026-12-01): sglang 0.5.23 + flashinfer 0.7.2,
+/// survey of `sglang`, 273/392 = 0.696 (agreement at sm_120 79/79); vllm 0.33.0 + flashinfer
+/// 0.7.2.post1, survey of `vllm`, 474/665 = 0.713 (78/78). Raised after the override idiom,
+/// interface methods and capability named tuples resolved: 333/392 = 0.849 (80/80) and
+/// 574/665 = 0.863 (79/79). Issue 13's goal is 0.95 on both; the floors only keep recall
+/// from falling back while it is raised.
+const MIN_RECALL_SGLANG: f64 = 0.84;
+const MIN_RECALL_VLLM: f64 = 0.86;
 
 #[derive(Debug, Deserialize)]
 struct SurveySite {

@@ -167,6 +167,10 @@ pub struct FunctionIr {
     /// For an incomplete function, whether the whole definition holds an arch token, where
     /// the text around it tells (`None`: only a whole parse does); `archy` otherwise.
     pub full_archy: Option<bool>,
+    /// The body only raises `NotImplementedError` (or is `pass` / `...` under
+    /// `@abstractmethod`): the method is an interface, and an instance of its class answers
+    /// through a subclass's override.
+    pub abstract_body: bool,
 }
 
 /// Where an imported local name points.

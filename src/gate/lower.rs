@@ -1067,6 +1067,7 @@ impl<'a> Lowerer<'a> {
             complete,
             full_bytes,
             full_archy,
+            abstract_body: body_node.is_some_and(|b| self.is_abstract_body(b, &decorators)),
         });
         // The first definition of a name wins only when later ones are conditional copies;
         // Python's last-wins is the right default.
@@ -1106,6 +1107,39 @@ impl<'a> Lowerer<'a> {
         self.guards = saved_guards;
         self.classes = saved_classes;
         self.functions.pop();
+    }
+
+    /// Whether a function body is an interface's: apart from a docstring and comments, one
+    /// `raise NotImplementedError`, or only `pass` / `...` under `@abstractmethod`.
+    fn is_abstract_body(&self, body: Node<'a>, decorators: &[Node<'a>]) -> bool {
+        let abstract_decorator = decorators
+            .iter()
+            .any(|d| self.text(*d).ends_with("abstractmethod"));
+        let mut cursor = body.walk();
+        let mut statements = body.named_children(&mut cursor).filter(|n| {
+            let docstring = n.kind_name() == "expression_statement"
+                && n.named_child(0).is_some_and(|c| c.kind_name() == "string");
+            n.kind_name() != "comment" && !docstring
+        });
+        let Some(only) = statements.next() else {
+            return abstract_decorator;
+        };
+        if statements.next().is_some() {
+            return false;
+        }
+        match only.kind_name() {
+            "raise_statement" => only
+                .named_child(0)
+                .is_some_and(|e| self.text(e).starts_with("NotImplementedError")),
+            "pass_statement" => abstract_decorator,
+            "expression_statement" => {
+                abstract_decorator
+                    && only
+                        .named_child(0)
+                        .is_some_and(|c| c.kind_name() == "ellipsis")
+            }
+            _ => false,
+        }
     }
 
     fn is_capability_decorator(&self, node: Node<'a>) -> bool {

@@ -102,11 +102,12 @@ pub struct Resolver<'a> {
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
     form_tokens: &'static Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
-    locals: Mutex<HashMap<LocalKey, (Val, Vec<String>)>>,
+    locals: Mutex<HashMap<LocalKey, Assumed>>,
     /// A binding read from a branch arm it is not in, joined with what came before it: by
     /// module, function, binding, the read's arm and the unpacking position.
     joins: Mutex<HashMap<JoinKey, Val>>,
-    calls: Mutex<HashMap<(FuncRef, String), Val>>,
+    /// Function values by callee and arguments, with what was assumed computing them.
+    calls: Mutex<HashMap<(FuncRef, String), Assumed>>,
 }
 
 /// A local assignment: module, function, index of the assignment.
@@ -127,8 +128,8 @@ thread_local! {
     /// cached by one site would leak into another site that could have resolved it, making
     /// the audit depend on thread scheduling.
     static CUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// The parameters assumed (by a `[[parameter]]` rule) to be the device's value while
-    /// resolving the current site.
+    /// What was assumed while resolving the current site, as phrases: a parameter a
+    /// `[[parameter]]` rule says is the device's value, an override left unset.
     static ASSUMED: std::cell::RefCell<std::collections::BTreeSet<String>> =
         const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
     /// Parameters whose callers are being read (a recursive function reads itself).
@@ -142,11 +143,11 @@ pub fn reset_budget() {
     ASSUMED.with(|assumed| assumed.borrow_mut().clear());
 }
 
-/// The parameters assumed while resolving the current site, joined (`arch, cc`).
+/// What was assumed while resolving the current site, joined with `; `.
 pub fn take_assumptions() -> Option<String> {
     ASSUMED.with(|assumed| {
         let assumed = std::mem::take(&mut *assumed.borrow_mut());
-        (!assumed.is_empty()).then(|| assumed.into_iter().collect::<Vec<_>>().join(", "))
+        (!assumed.is_empty()).then(|| assumed.into_iter().collect::<Vec<_>>().join("; "))
     })
 }
 
@@ -159,6 +160,9 @@ fn assume(name: &str) {
 fn assumed_now() -> Vec<String> {
     ASSUMED.with(|assumed| assumed.borrow().iter().cloned().collect())
 }
+
+/// A value and what was assumed computing it (replayed on a cache hit).
+type Assumed = (Val, Vec<String>);
 
 /// More arms than this in a guarded choice: the value is unknown.
 const MAX_CHOICE_ARMS: usize = 8;
@@ -320,6 +324,9 @@ impl<'a> Resolver<'a> {
                 binop(*op, l, r, expr)
             }
             Expr::IfExp { test, body, orelse } => {
+                if let Some(val) = self.override_or_detect(test, body, orelse, scope, depth) {
+                    return val;
+                }
                 let test = self.condition(test, scope, depth + 1);
                 let body = self.eval(body, scope, depth + 1);
                 let orelse = self.eval(orelse, scope, depth + 1);
@@ -331,6 +338,41 @@ impl<'a> Resolver<'a> {
             }
             Expr::Tuple(_) | Expr::List(_) | Expr::Set(_) => self.eval(expr, scope, depth),
         }
+    }
+
+    /// `detect() if arch is None else arch` (or `arch if arch is not None else detect()`):
+    /// an optional override of a device value. Without the override the value is the
+    /// device's, and that is what the gates reading it are evaluated at; the record says so
+    /// (`assumes: arch is None`). `None` when the expression is not this idiom or the detected
+    /// arm does not depend on the device.
+    fn override_or_detect(
+        &self,
+        test: &Expr,
+        body: &Expr,
+        orelse: &Expr,
+        scope: Scope,
+        depth: u32,
+    ) -> Option<Val> {
+        let Expr::Compare(first, rest) = test else {
+            return None;
+        };
+        let (Expr::Name(name), [(op, Expr::NoneLit)]) = (first.as_ref(), rest.as_slice()) else {
+            return None;
+        };
+        let (detected, given) = match op {
+            CmpOp::Is => (body, orelse),
+            CmpOp::IsNot => (orelse, body),
+            _ => return None,
+        };
+        if !matches!(given, Expr::Name(n) if n == name) {
+            return None;
+        }
+        let val = self.eval(detected, scope, depth + 1);
+        if !carries_device(&val) {
+            return None;
+        }
+        assume(&format!("{name} is None, so the device's value is used"));
+        Some(val)
     }
 
     /// Evaluates the object of an attribute or call without the pruning test: the whole
@@ -596,7 +638,7 @@ impl<'a> Resolver<'a> {
                 self.rules
                     .parameter(bare, arg_index, &param.name, param.annotation.as_deref())
         {
-            assume(&param.name);
+            assume(&format!("{} is the device's", param.name));
             return meaning_value(meaning);
         }
         if self.form_tokens.hit(param.name.as_bytes()) {
@@ -824,7 +866,8 @@ impl<'a> Resolver<'a> {
             Val::External(name) => self.global(&name, attr, depth + 1).unwrap_or_else(|| {
                 self.missing(attr, &format!("`{name}.{attr}` is not in the site"))
             }),
-            Val::DevObj | Val::DevAny => match attr {
+            // A capability read from a helper may be a named tuple (`DeviceCapability`).
+            Val::DevObj | Val::DevAny | Val::Dev(DevVar::Cap) => match attr {
                 "major" => Val::Dev(DevVar::Major),
                 "minor" => Val::Dev(DevVar::Minor),
                 "to_int" => Val::Builtin(Builtin::ToInt),
@@ -1003,6 +1046,63 @@ impl<'a> Resolver<'a> {
             })
     }
 
+    /// Whether a function of the site is an interface method (its body only raises
+    /// `NotImplementedError`).
+    fn is_abstract(&self, func: &FuncRef) -> bool {
+        let abstract_in = |ir: SharedModule| ir.function(&func.qualname).map(|f| f.abstract_body);
+        self.index
+            .get(&func.module)
+            .and_then(abstract_in)
+            .or_else(|| self.index.get_whole(&func.module).and_then(abstract_in))
+            .unwrap_or(false)
+    }
+
+    /// The classes of `class`'s own module that derive from it, directly or not, in
+    /// qualname order (deterministic). Subclasses elsewhere are not searched: that would mean
+    /// reading every module of the site.
+    fn subclasses_in_module(&self, class: &FuncRef, depth: u32) -> Vec<FuncRef> {
+        if depth > MAX_DEPTH {
+            cut();
+            return Vec::new();
+        }
+        let Some(ir) = self.index.get_whole(&class.module) else {
+            return Vec::new();
+        };
+        let scope = Scope {
+            module: &ir,
+            locals: Locals::None,
+        };
+        let mut names: Vec<&String> = ir.classes.keys().collect();
+        names.sort();
+        let mut found: Vec<FuncRef> = Vec::new();
+        // Breadth by rounds: a class is added once one of its bases is the class or a
+        // subclass found so far.
+        for _ in 0..4 {
+            let before = found.len();
+            for name in &names {
+                let candidate = FuncRef {
+                    module: class.module.clone(),
+                    qualname: (*name).clone(),
+                };
+                if candidate == *class || found.contains(&candidate) {
+                    continue;
+                }
+                let derives = ir.classes[*name].iter().any(|base| {
+                    matches!(self.eval_unpruned(base, scope, depth + 1),
+                        Val::Class(b) if b == *class || found.contains(&b))
+                });
+                if derives {
+                    found.push(candidate);
+                }
+            }
+            if found.len() == before {
+                break;
+            }
+        }
+        found.sort_by(|a, b| a.qualname.cmp(&b.qualname));
+        found
+    }
+
     /// Whether a method's first parameter is the receiver (`self` / `cls`).
     fn takes_receiver(&self, method: &FuncRef) -> bool {
         let first_param = |ir: SharedModule| {
@@ -1053,8 +1153,39 @@ impl<'a> Resolver<'a> {
             },
             Val::Builtin(builtin) => call_builtin(builtin, args, expr),
             Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
-            Val::NamedTuple => Val::Seq(args),
+            Val::NamedTuple => named_tuple(args, kwargs),
             Val::Class(class) => Val::Instance(class),
+            Val::BoundMethod(method, receiver)
+                if matches!(*receiver, Val::Instance(_)) && self.is_abstract(&method) =>
+            {
+                // An instance of an interface answers through a subclass: the first override
+                // (of the same module's subclasses) whose value depends on the device.
+                let Val::Instance(class) = *receiver else {
+                    unreachable!("matched above")
+                };
+                let name = method.qualname.rsplit('.').next().unwrap_or("").to_string();
+                let mut fallback = None;
+                for sub in self.subclasses_in_module(&class, depth + 1) {
+                    let Some(over) = self.find_method(&sub, &name, depth + 1) else {
+                        continue;
+                    };
+                    if over == method || self.is_abstract(&over) {
+                        continue;
+                    }
+                    let bound = Val::BoundMethod(over, Box::new(Val::Instance(sub)));
+                    let val = self.call(bound, args.clone(), kwargs.clone(), expr, depth + 1);
+                    if carries_device(&val) {
+                        return val;
+                    }
+                    fallback.get_or_insert(val);
+                }
+                fallback.unwrap_or_else(|| {
+                    Val::Unknown(format!(
+                        "`{}` is abstract and no subclass in {} overrides it",
+                        method.qualname, method.module
+                    ))
+                })
+            }
             Val::BoundMethod(method, receiver) => {
                 let mut args = args;
                 if self.takes_receiver(&method) {
@@ -1201,9 +1332,13 @@ impl<'a> Resolver<'a> {
             ));
         };
         let memo_key = (func.clone(), format!("{args:?}{kwargs:?}"));
-        if let Some(val) = self.calls.lock().expect("no poisoned lock").get(&memo_key) {
+        if let Some((val, assumed)) = self.calls.lock().expect("no poisoned lock").get(&memo_key) {
+            for phrase in assumed {
+                assume(phrase);
+            }
             return val.clone();
         }
+        let before = assumed_now();
         let cuts_before = cuts();
         let mut env = HashMap::new();
         for (i, param) in function.params.iter().enumerate() {
@@ -1244,10 +1379,14 @@ impl<'a> Resolver<'a> {
         }
         let val = relabel(combine_returns(returns, func), Form::HelperCall);
         if cuts() == cuts_before {
+            let assumed: Vec<String> = assumed_now()
+                .into_iter()
+                .filter(|n| !before.contains(n))
+                .collect();
             self.calls
                 .lock()
                 .expect("no poisoned lock")
-                .insert(memo_key, val.clone());
+                .insert(memo_key, (val.clone(), assumed));
         }
         val
     }
@@ -1565,6 +1704,21 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
     }
 }
 
+/// A named tuple built by a call. One built from the device's major and minor
+/// (`DeviceCapability(major=major, minor=minor)`, or positionally in that order) is the
+/// capability object: `.major`, `[0]`, `.to_int()` and tuple comparisons all read it.
+fn named_tuple(args: Vec<Val>, kwargs: Vec<(String, Val)>) -> Val {
+    let kw = |name: &str| kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let major = args.first().or_else(|| kw("major"));
+    let minor = args.get(1).or_else(|| kw("minor"));
+    if let (Some(Val::Dev(DevVar::Major)), Some(Val::Dev(DevVar::Minor))) = (major, minor) {
+        return Val::DevObj;
+    }
+    let mut items = args;
+    items.extend(kwargs.into_iter().map(|(_, v)| v));
+    Val::Seq(items)
+}
+
 fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
     match (value, index) {
         (Val::Dev(DevVar::Cap) | Val::DevObj | Val::DevAny, Val::Int(0)) => Val::Dev(DevVar::Major),
@@ -1591,6 +1745,21 @@ fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
 }
 
 fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
+    // A choice computes arm by arm (`arch // 10` where `arch` is one of two values).
+    if let Val::Choice(arms) = l {
+        return choice(
+            arms.into_iter()
+                .map(|(g, v)| (g, binop(op, v, r.clone(), expr)))
+                .collect(),
+        );
+    }
+    if let Val::Choice(arms) = r {
+        return choice(
+            arms.into_iter()
+                .map(|(g, v)| (g, binop(op, l.clone(), v, expr)))
+                .collect(),
+        );
+    }
     match (op, l, r) {
         (BinOp::FloorDiv, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Major),
         (BinOp::Mod, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Minor),
@@ -1633,8 +1802,22 @@ fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
         test if test.is_arch_dependent() => {
             choice(vec![(test.clone(), body), (test.negate(), orelse)])
         }
+        // `detect() if override is None else override`: a free test still picks between a
+        // device value and another one, so the value is a choice guarded by that test (the
+        // gate it reaches is reported, over the free condition), not a free value.
+        test if carries_device(&body) || carries_device(&orelse) => {
+            choice(vec![(test.clone(), body), (test.negate(), orelse)])
+        }
         _ => Val::Free(expr.to_string()),
     }
+}
+
+/// Whether a value depends on the device: a device quantity, an arch-dependent predicate, or
+/// a choice (whose arms are guarded by one).
+fn carries_device(val: &Val) -> bool {
+    is_device(val)
+        || matches!(val, Val::Pred(p) if p.is_arch_dependent())
+        || matches!(val, Val::Choice(arms) if arms.iter().any(|(g, v)| g.is_arch_dependent() || carries_device(v)))
 }
 
 fn is_device(val: &Val) -> bool {
@@ -1906,6 +2089,25 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
                 .collect(),
         ));
     }
+    // A device value with an override on free paths (`if os.environ.get("X_ARCH") is not
+    // None: return parse(...)`, then `return major * 10 + minor`): without the override the
+    // function answers the device's value, and that is what is assumed (and said).
+    if !live.iter().any(|(path, _)| path.is_arch_dependent()) {
+        let device: Vec<&(Pred, Val)> = live.iter().filter(|(_, v)| carries_device(v)).collect();
+        if let [(_, val)] = device.as_slice() {
+            let overrides: Vec<String> = live
+                .iter()
+                .filter(|(_, v)| !carries_device(v))
+                .map(|(path, _)| path.to_string())
+                .collect();
+            assume(&format!(
+                "`{}` is not overridden ({})",
+                func.qualname,
+                overrides.join("; ")
+            ));
+            return val.clone();
+        }
+    }
     // Non-boolean returns on arch-dependent paths: which value wins depends on the device.
     if live.iter().any(|(path, _)| path.is_arch_dependent()) {
         return match choice(live) {
@@ -2068,5 +2270,21 @@ mod tests {
             &Expr::Slice,
         );
         assert!(matches!(free, Val::Free(_)), "{free:?}");
+        // `detect() if override is None else override`: the free test guards a device arm.
+        let overridable = select(
+            Pred::free("_arch is None"),
+            Val::Dev(DevVar::Sm),
+            Val::Free("_arch".into()),
+            &Expr::Slice,
+        );
+        assert!(
+            matches!(overridable, Val::Choice(ref arms) if arms.len() == 2),
+            "{overridable:?}"
+        );
+        let major = binop(BinOp::FloorDiv, overridable, Val::Int(10), &Expr::Slice);
+        assert!(
+            matches!(&major, Val::Choice(arms) if arms.iter().any(|(_, v)| matches!(v, Val::Dev(DevVar::Major)))),
+            "{major:?}"
+        );
     }
 }

@@ -66,7 +66,7 @@ pub fn render(report: &AuditReport) -> String {
                 "predicate": gate.predicate.to_string(),
                 "admits": admits_map,
                 "unknown_because": (!reasons.is_empty()).then(|| reasons.join("; ")),
-                "assumes": gate.assumes.as_ref().map(|name| format!("{name} is the device's")),
+                "assumes": gate.assumes,
                 "verdict": verdicts_given.then_some(verdict_map),
                 "evidence": verdicts_given.then_some(evidence_map),
             })

@@ -2,7 +2,7 @@ import torch
 
 
 def ok(cc):
-    return cc >= (9, 0)  # gate(assumes cc): (major, minor) >= (9, 0)
+    return cc >= (9, 0)  # gate(assumes cc is the device's): (major, minor) >= (9, 0)
 
 
 def probe():

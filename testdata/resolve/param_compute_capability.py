@@ -1,2 +1,2 @@
 def ok(compute_capability):
-    return compute_capability in (90, 100)  # gate(assumes compute_capability): sm in {90, 100}
+    return compute_capability in (90, 100)  # gate(assumes compute_capability is the device's): sm in {90, 100}

@@ -35,4 +35,4 @@ class TrtllmConfig:
 
     @classmethod
     def supported(cls, arch: int) -> bool:
-        return arch in (100, 103)  # gate(assumes arch): sm in {100, 103}
+        return arch in (100, 103)  # gate(assumes arch is the device's): sm in {100, 103}

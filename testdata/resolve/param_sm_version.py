@@ -1,2 +1,2 @@
 def pick(sm_version):
-    return sm_version >= 100  # gate(assumes sm_version): sm >= 100
+    return sm_version >= 100  # gate(assumes sm_version is the device's): sm >= 100
