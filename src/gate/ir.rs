@@ -39,6 +39,53 @@ pub enum Expr {
     Other(String),
 }
 
+impl Expr {
+    /// The expression with every read of `name` replaced by `value` (an unrolled loop's
+    /// element). Nested scopes are `Other` text here, so nothing inside them is touched.
+    pub fn substitute(&self, name: &str, value: &Expr) -> Expr {
+        let sub = |e: &Expr| Box::new(e.substitute(name, value));
+        let all = |items: &[Expr]| items.iter().map(|e| e.substitute(name, value)).collect();
+        match self {
+            Expr::Name(n) if n == name => value.clone(),
+            Expr::Attr(obj, attr) => Expr::Attr(sub(obj), attr.clone()),
+            Expr::Call { func, args, kwargs } => Expr::Call {
+                func: sub(func),
+                args: all(args),
+                kwargs: kwargs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.substitute(name, value)))
+                    .collect(),
+            },
+            Expr::Subscript(v, i) => Expr::Subscript(sub(v), sub(i)),
+            Expr::Tuple(items) => Expr::Tuple(all(items)),
+            Expr::List(items) => Expr::List(all(items)),
+            Expr::Set(items) => Expr::Set(all(items)),
+            Expr::Dict(pairs) => Expr::Dict(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.substitute(name, value), v.substitute(name, value)))
+                    .collect(),
+            ),
+            Expr::And(parts) => Expr::And(all(parts)),
+            Expr::Or(parts) => Expr::Or(all(parts)),
+            Expr::Not(inner) => Expr::Not(sub(inner)),
+            Expr::Compare(first, rest) => Expr::Compare(
+                sub(first),
+                rest.iter()
+                    .map(|(op, e)| (*op, e.substitute(name, value)))
+                    .collect(),
+            ),
+            Expr::BinOp(op, l, r) => Expr::BinOp(*op, sub(l), sub(r)),
+            Expr::IfExp { test, body, orelse } => Expr::IfExp {
+                test: sub(test),
+                body: sub(body),
+                orelse: sub(orelse),
+            },
+            other => other.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
     Eq,

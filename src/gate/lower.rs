@@ -1468,6 +1468,16 @@ impl<'a> Lowerer<'a> {
         let Some(arguments) = node.field(F::Arguments) else {
             return;
         };
+        // `any(p(f) for f in (80, 90))` lowers unrolled: the call is the decision, and its
+        // element test alone (over the loop variable) is not a site of its own.
+        if arguments.kind_name() == "generator_expression"
+            && node
+                .field(F::Function)
+                .is_some_and(|f| matches!(self.text(f), "any" | "all"))
+            && self.unroll_generator(arguments, true, 0).is_some()
+        {
+            return;
+        }
         let mut cursor = arguments.walk();
         let args: Vec<Node<'a>> = arguments.named_children(&mut cursor).collect();
         for arg in &args {
@@ -1678,6 +1688,15 @@ impl<'a> Lowerer<'a> {
             .field(F::Function)
             .map(|f| self.expr(f, depth))
             .unwrap_or(Expr::Other(String::new()));
+        if let Expr::Name(name) = &func
+            && (name == "any" || name == "all")
+            && let Some(generator) = node
+                .field(F::Arguments)
+                .filter(|a| a.kind_name() == "generator_expression")
+            && let Some(unrolled) = self.unroll_generator(generator, name == "any", depth)
+        {
+            return unrolled;
+        }
         let mut args = Vec::new();
         let mut kwargs = Vec::new();
         if let Some(arguments) = node.field(F::Arguments) {
@@ -1700,6 +1719,53 @@ impl<'a> Lowerer<'a> {
             args,
             kwargs,
         }
+    }
+
+    /// `any(p(f) for f in (80, 90, 120))` is `p(80) or p(90) or p(120)` (`all`: `and`): one
+    /// loop over a literal tuple or list of constants, without a filter, unrolled so that each
+    /// element's test resolves (vllm's `_nvfp4_kv_on_fa2`). `None` for any other generator.
+    fn unroll_generator(&self, generator: Node<'a>, any: bool, depth: usize) -> Option<Expr> {
+        const MAX_UNROLLED: usize = 16;
+        let body = generator.field(F::Body)?;
+        let mut cursor = generator.walk();
+        let clauses: Vec<Node<'a>> = generator
+            .named_children(&mut cursor)
+            .filter(|c| c.id() != body.id() && c.kind_name() != "comment")
+            .collect();
+        let [clause] = clauses.as_slice() else {
+            return None;
+        };
+        if clause.kind_name() != "for_in_clause" {
+            return None;
+        }
+        let target = clause
+            .field(F::Left)
+            .filter(|t| t.kind_name() == "identifier")?;
+        let items = match self.expr(clause.field(F::Right)?, depth) {
+            Expr::Tuple(items) | Expr::List(items) => items,
+            _ => return None,
+        };
+        fn constant(e: &Expr) -> bool {
+            match e {
+                Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) => true,
+                Expr::Tuple(items) => items.iter().all(constant),
+                _ => false,
+            }
+        }
+        if items.len() > MAX_UNROLLED || !items.iter().all(constant) {
+            return None;
+        }
+        let name = self.text(target);
+        let element = self.expr(body, depth);
+        let parts = items
+            .iter()
+            .map(|item| element.substitute(name, item))
+            .collect();
+        Some(if any {
+            Expr::Or(parts)
+        } else {
+            Expr::And(parts)
+        })
     }
 
     fn bool_op(&self, node: Node<'a>, depth: usize) -> Expr {
