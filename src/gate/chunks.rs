@@ -10,6 +10,9 @@ use super::tokens::Tokens;
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
 pub const CHUNK_MIN_FILE_BYTES: usize = 512;
+/// A function without a token up to this size keeps its body in the lowering, and is kept
+/// by the chunking when arch-dependent code calls it: a caller may hand it a device value.
+pub const TOKENLESS_HELPER_BYTES: usize = 1024;
 /// `def` and `class` blocks larger than this are split into their statements. A split
 /// function is marked incomplete when lowered, and inference then reads the whole module.
 pub const SPLIT_BLOCK_BYTES: usize = 4 * 1024;
@@ -672,6 +675,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
         }
         derived.extend(new_names);
     }
+    keep_called_helpers(src, &pieces, &piece_starts, &mut archy);
     let holds = subtree_holds(&pieces, &archy);
     let mut keep = keep_bindings(src, &pieces, &holds);
     keep_a_body(&pieces, &mut keep);
@@ -680,6 +684,59 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
         .zip(keep)
         .filter_map(|(piece, keep)| keep.then_some(piece.range))
         .collect()
+}
+
+/// A small top-level function without a token that arch-dependent code calls
+/// (`suffix = _cuda_arch_suffix(major, minor)`) may be handed a device value: the lowering
+/// keeps its body and its comparisons on parameters become gates evaluated through that call,
+/// so it is kept whole. Kept only, not made arch-dependent: its own uses elsewhere stay out.
+fn keep_called_helpers(src: &[u8], pieces: &[Piece], piece_starts: &[usize], archy: &mut [bool]) {
+    let holds = subtree_holds(pieces, archy);
+    let mut helpers: Vec<(String, usize)> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        if piece.depth > 0
+            || holds[i]
+            || piece.kind != PieceKind::Statement
+            || piece.range.1 - piece.range.0 > TOKENLESS_HELPER_BYTES
+        {
+            continue;
+        }
+        if let Some((name, Definition::Function)) = definition_name(src, piece.range) {
+            helpers.push((name.to_string(), i));
+        }
+    }
+    if helpers.is_empty() {
+        return;
+    }
+    let names: Vec<String> = helpers.iter().map(|(n, _)| n.clone()).collect();
+    let mut called = vec![false; helpers.len()];
+    for at in matcher(&names).whole_words(src) {
+        let Some(piece) = piece_starts
+            .partition_point(|&start| start <= at)
+            .checked_sub(1)
+        else {
+            continue;
+        };
+        if !archy[piece] {
+            continue;
+        }
+        let rest = &src[at..];
+        let word_len = rest
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+            .unwrap_or(rest.len());
+        let Some(index) = names.iter().position(|n| n.as_bytes() == &rest[..word_len]) else {
+            continue;
+        };
+        if rest[word_len..].trim_ascii_start().starts_with(b"(") {
+            called[index] = true;
+        }
+    }
+    for ((_, piece), called) in helpers.iter().zip(called) {
+        if called {
+            archy[*piece] = true;
+        }
+    }
 }
 
 /// Whether a piece has a token in its code. In a big generated table (a top-level

@@ -23,7 +23,7 @@ const MAX_EXPR_DEPTH: usize = 48;
 const MAX_GUARD_BYTES: usize = 300;
 /// A function without a token up to this size keeps its body: a caller may hand it a device
 /// value.
-pub const MAX_TOKENLESS_HELPER_BYTES: usize = 1024;
+pub const MAX_TOKENLESS_HELPER_BYTES: usize = super::chunks::TOKENLESS_HELPER_BYTES;
 
 /// `value[i][j]...` for an unpacking path.
 fn unpacked(value: &Expr, path: &[usize]) -> Expr {
