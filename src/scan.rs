@@ -357,6 +357,7 @@ pub fn scan_overlay(
                         is_package,
                         &resolve,
                         ranges.as_deref(),
+                        &parameter_names,
                     );
                     let file_warnings = file_warnings(file, bytes, &ir.parse_errors, &ir.too_deep);
                     match index.preload(&module, ir) {

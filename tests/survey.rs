@@ -25,10 +25,12 @@ use serde_json::Value;
 /// survey of `sglang`, 273/392 = 0.696 (agreement at sm_120 79/79); vllm 0.33.0 + flashinfer
 /// 0.7.2.post1, survey of `vllm`, 474/665 = 0.713 (78/78). Raised after the override idiom,
 /// interface methods and capability named tuples resolved: 333/392 = 0.849 (80/80) and
-/// 574/665 = 0.863 (79/79). Issue 13's goal is 0.95 on both; the floors only keep recall
+/// 574/665 = 0.863 (79/79); after `any(...)` unrolling, token-less helpers kept by the
+/// chunking and rule-declared parameters in big functions and instance attributes:
+/// 339/392 = 0.865 (80/80) and 618/665 = 0.929 (79/79). Issue 13's goal is 0.95 on both; the floors only keep recall
 /// from falling back while it is raised.
-const MIN_RECALL_SGLANG: f64 = 0.84;
-const MIN_RECALL_VLLM: f64 = 0.86;
+const MIN_RECALL_SGLANG: f64 = 0.86;
+const MIN_RECALL_VLLM: f64 = 0.92;
 
 #[derive(Debug, Deserialize)]
 struct SurveySite {

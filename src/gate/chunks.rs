@@ -989,14 +989,24 @@ fn mark_local_uses(
     let src = splitter.lines.src;
     let mut by_scope: std::collections::HashMap<usize, Vec<String>> = Default::default();
     for (i, piece) in pieces.iter().enumerate() {
+        let fresh = archy[i] && !harvested[i];
         if let Some(scope) = piece.scope
-            && archy[i]
-            && !harvested[i]
+            && fresh
         {
             harvested[i] = true;
             let names = by_scope.entry(scope).or_default();
             names.extend(assigned_names(&src[piece.range.0..piece.range.1]));
             names.extend(nested_archy_assignments(splitter, piece.range));
+        }
+        // A split `def` whose header holds a token at a parameter (a parameter name a rule
+        // declares, `def _get_fwd_config(*, arch: int, ...)`): that parameter is a local of
+        // the body, as an assignment's target would be.
+        if piece.kind == PieceKind::Definition && fresh {
+            harvested[i] = true;
+            let params = token_parameters(splitter, piece.range);
+            if !params.is_empty() {
+                by_scope.entry(i).or_default().extend(params);
+            }
         }
     }
     let mut changed = false;
@@ -1015,6 +1025,28 @@ fn mark_local_uses(
         }
     }
     changed
+}
+
+/// The identifiers of a `def` header's parameter list that start at a token (the scan adds
+/// the rule-declared parameter names to the token starts).
+fn token_parameters(splitter: &Splitter, (start, end): (usize, usize)) -> Vec<String> {
+    let src = splitter.lines.src;
+    let header = &src[start..end];
+    let Some(open) = memchr::memchr(b'(', header) else {
+        return Vec::new();
+    };
+    let starts: Vec<usize> = splitter.token_starts.within((start, end)).collect();
+    let mut names = Vec::new();
+    for (from, to) in byte_runs(&header[open..], |c| c.is_ascii_alphanumeric() || c == b'_') {
+        let at = open + from;
+        if starts.contains(&at) && !header[at].is_ascii_digit() {
+            let name = String::from_utf8_lossy(&header[at..open + to]).into_owned();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// Instance and class attributes an arch-dependent piece stores (`self._device_arch =

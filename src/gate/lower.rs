@@ -37,6 +37,9 @@ pub struct Lowerer<'a> {
     /// The parsed ranges when only some statements were parsed.
     ranges: Option<&'a [(usize, usize)]>,
     tokens: &'a Tokens,
+    /// Parameter names a rule says hold the device's value (`arch`, `cc`, ...): a comparison
+    /// on one is a candidate in a function of any size, not only in a small helper.
+    parameter_names: &'a [String],
     ir: ModuleIr,
     /// Stack of enclosing function indices.
     functions: Vec<usize>,
@@ -73,23 +76,25 @@ pub fn lower_module(
     is_package: bool,
     tokens: &Tokens,
 ) -> ModuleIr {
-    lower_parsed(src, tree, module, is_package, tokens, None)
+    lower_parsed(src, tree, module, is_package, tokens, None, &[])
 }
 
 /// Lowers a tree parsed from only some statements (`chunks::relevant_ranges`): functions
 /// that were split are marked incomplete, so inference asks for the whole module instead.
-pub fn lower_parsed(
-    src: &[u8],
-    tree: &Tree,
+pub fn lower_parsed<'a>(
+    src: &'a [u8],
+    tree: &'a Tree,
     module: &str,
     is_package: bool,
     tokens: &Tokens,
     ranges: Option<&[(usize, usize)]>,
+    parameter_names: &'a [String],
 ) -> ModuleIr {
     let mut lowerer = Lowerer {
         ranges,
         src,
         tokens,
+        parameter_names,
         ir: ModuleIr {
             module: module.to_string(),
             is_package,
@@ -1011,6 +1016,13 @@ impl<'a> Lowerer<'a> {
             .field(F::Parameters)
             .map(|p| self.params(p))
             .unwrap_or_default();
+        // A parameter a rule declares the device's (`arch`) makes what is built from it
+        // arch-dependent (`self.arch = arch`), as the chunking keeps it (`token_parameters`).
+        for param in &params {
+            if self.parameter_names.contains(&param.name) {
+                self.add_archy_name(param.name.clone());
+            }
+        }
         // Arch-dependent helpers are inferred; a small one without a token is inferred only
         // when a caller hands it a device value (`def fast(cap): return cap[0] >= 9`).
         let takes_values = params.iter().any(|p| p.name != "self" && p.name != "cls");
@@ -1308,14 +1320,17 @@ impl<'a> Lowerer<'a> {
             return false;
         };
         let function = &self.ir.functions[function];
-        if function.bytes > MAX_HELPER_BODY_BYTES || depth > 8 {
+        if depth > 8 {
             return false;
         }
+        let small = function.bytes <= MAX_HELPER_BODY_BYTES;
         let is_param = |name: &str| {
-            function
-                .params
-                .iter()
-                .any(|p| p.name == name && p.name != "self" && p.name != "cls")
+            function.params.iter().any(|p| {
+                p.name == name
+                    && p.name != "self"
+                    && p.name != "cls"
+                    && (small || self.parameter_names.contains(&p.name))
+            })
         };
         match node.kind_name() {
             "comparison_operator" => {
@@ -1326,6 +1341,11 @@ impl<'a> Lowerer<'a> {
                         match base.kind_name() {
                             "attribute" => base = base.field(F::Object).unwrap_or(base),
                             "subscript" => base = base.field(F::Value).unwrap_or(base),
+                            // `arch // 10`, `major * 10 + minor`
+                            "binary_operator" => match base.field(F::Left) {
+                                Some(left) => base = left,
+                                None => return false,
+                            },
                             "call" => match base.field(F::Function) {
                                 // `cap.to_int()`
                                 Some(f) if f.kind_name() == "attribute" => base = f,
@@ -2011,6 +2031,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         src: text.as_bytes(),
         ranges: None,
         tokens: &tokens,
+        parameter_names: &[],
         ir: ModuleIr::default(),
         functions: Vec::new(),
         classes: Vec::new(),

@@ -1761,7 +1761,11 @@ fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
         );
     }
     match (op, l, r) {
-        (BinOp::FloorDiv, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Major),
+        // A device value of unknown spelling divided by ten is read as `sm` (`arch // 10`).
+        (BinOp::FloorDiv, Val::Dev(DevVar::Sm) | Val::DevAny, Val::Int(10)) => {
+            Val::Dev(DevVar::Major)
+        }
+        (BinOp::Mod, Val::DevAny, Val::Int(10)) => Val::Dev(DevVar::Minor),
         (BinOp::Mod, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Minor),
         (BinOp::Mul, Val::Dev(DevVar::Major), Val::Int(10))
         | (BinOp::Mul, Val::Int(10), Val::Dev(DevVar::Major)) => Val::MajorTimesTen,
