@@ -768,6 +768,14 @@ impl<'a> Lowerer<'a> {
         }
         if self.at_module_level() {
             for (name, path) in &bindings {
+                // `try: import x` / `except ImportError: x = None`: the `except` arm is the
+                // failure path, and the `try` body's binding is the one that holds (as for
+                // locals below). Else `if x is None: return False` hid every gate behind it.
+                if self.in_except > 0
+                    && (self.ir.imports.contains_key(name) || self.ir.assigns.contains_key(name))
+                {
+                    continue;
+                }
                 self.ir
                     .assigns
                     .insert(name.clone(), unpacked(&lowered, path));
