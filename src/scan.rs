@@ -407,6 +407,7 @@ pub fn scan_overlay(
         }
     }
 
+    index.set_callers(lowered.iter().map(|(_, module, _)| module));
     // One resolver, and so one set of memo tables, per module: its sites are resolved in
     // order on one thread, so what a site sees cached never depends on how other modules were
     // scheduled. A shared cache made the audit depend on thread timing, because a value cut

@@ -23,6 +23,11 @@ pub struct ModuleIndex {
     root: PathBuf,
     modules: HashMap<String, ModuleFile>,
     tokens: Tokens,
+    /// The scan's modules that call a name with an arch-dependent argument, by the called
+    /// name (in module order): where a helper's parameters get device values from other
+    /// modules. Set once, after the scan lowered every selected file and before resolving, so
+    /// it never depends on what resolution happened to parse.
+    callers: OnceLock<HashMap<String, Vec<SharedModule>>>,
 }
 
 /// `a/b/c.py` is `a.b.c`; `a/b/__init__.py` is the package `a.b`.
@@ -59,7 +64,32 @@ impl ModuleIndex {
             root: root.to_path_buf(),
             modules,
             tokens,
+            callers: OnceLock::new(),
         }
+    }
+
+    /// Records which of the scan's modules call which names (see `callers`).
+    pub fn set_callers<'m>(&self, modules: impl IntoIterator<Item = &'m SharedModule>) {
+        let mut callers: HashMap<String, Vec<SharedModule>> = HashMap::new();
+        let mut modules: Vec<&SharedModule> = modules.into_iter().collect();
+        modules.sort_by(|a, b| a.module.cmp(&b.module));
+        for module in modules {
+            for callee in module.calls.keys() {
+                callers
+                    .entry(callee.clone())
+                    .or_default()
+                    .push(module.clone());
+            }
+        }
+        let _ = self.callers.set(callers);
+    }
+
+    /// The scan's modules that call `name` with an arch-dependent argument.
+    pub fn callers_of(&self, name: &str) -> &[SharedModule] {
+        self.callers
+            .get()
+            .and_then(|c| c.get(name))
+            .map_or(&[], Vec::as_slice)
     }
 
     pub fn file(&self, module: &str) -> Option<&ModuleFile> {

@@ -299,6 +299,8 @@ pub struct AttrAssign {
 pub struct CallSite {
     pub function: Option<usize>,
     pub byte: usize,
+    /// The branch arm the call sits in (its arguments are read there).
+    pub branch: Option<usize>,
     pub args: Vec<Expr>,
     pub kwargs: Vec<(String, Expr)>,
 }

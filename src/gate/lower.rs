@@ -1531,6 +1531,7 @@ impl<'a> Lowerer<'a> {
         let site = CallSite {
             function: self.functions.last().copied(),
             byte: node.start_byte(),
+            branch: self.current_branch(),
             args,
             kwargs,
         };

@@ -623,7 +623,14 @@ impl<'a> Resolver<'a> {
             cut();
         }
         if fresh {
-            let from_callers = self.callers_pass(module, bare, arg_index, &param.name, depth);
+            let from_callers = self
+                .callers_pass(module, bare, arg_index, &param.name, depth)
+                .or_else(|| {
+                    // A module-level function is called from other modules too.
+                    (ir.parent.is_none() && ir.class.is_none())
+                        .then(|| self.importers_pass(module, bare, arg_index, &param.name, depth))
+                        .flatten()
+                });
             PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
             if let Some(val) = from_callers {
                 return val;
@@ -682,7 +689,7 @@ impl<'a> Resolver<'a> {
                     Some(function) => Locals::Site {
                         function,
                         byte: call.byte,
-                        branch: None,
+                        branch: call.branch,
                     },
                     None => Locals::None,
                 },
@@ -693,6 +700,42 @@ impl<'a> Resolver<'a> {
                 || matches!(&val, Val::Choice(_));
             if device && !found.iter().any(|f| format!("{f:?}") == format!("{val:?}")) {
                 found.push(val);
+            }
+        }
+        match found.len() {
+            0 => None,
+            1 => found.pop(),
+            _ => Some(Val::Unknown(format!(
+                "the callers of `{callee}` pass `{name}` different device values"
+            ))),
+        }
+    }
+
+    /// The device values that other modules of the scan pass as argument `index` (or by
+    /// keyword) to `module`'s top-level function `callee`, through `from module import
+    /// callee` (sglang's `architecture_for_capability(major)`, called from the LoRA runners).
+    fn importers_pass(
+        &self,
+        module: &SharedModule,
+        callee: &str,
+        index: usize,
+        name: &str,
+        depth: u32,
+    ) -> Option<Val> {
+        let mut found: Vec<Val> = Vec::new();
+        for caller in self.index.callers_of(callee).iter().take(MAX_CHOICE_ARMS) {
+            let imports_it = matches!(
+                caller.imports.get(callee),
+                Some(Import::Member(from, member)) if *from == module.module && member == callee
+            );
+            if !imports_it || std::sync::Arc::ptr_eq(caller, module) {
+                continue;
+            }
+            match self.callers_pass(caller, callee, index, name, depth + 1) {
+                Some(val) if !found.iter().any(|f| format!("{f:?}") == format!("{val:?}")) => {
+                    found.push(val)
+                }
+                _ => {}
             }
         }
         match found.len() {
