@@ -399,6 +399,13 @@ impl<'a> Resolver<'a> {
         {
             return args.iter().any(|a| self.worth_resolving(a, scope));
         }
+        // `major, minor = cap[0], cap[1]` binds `major` to `(cap[0], cap[1])[0]`: worth what
+        // the tuple's elements are.
+        if let Expr::Subscript(value, _) = expr
+            && let Expr::Tuple(items) | Expr::List(items) = value.as_ref()
+        {
+            return items.iter().any(|i| self.worth_resolving(i, scope));
+        }
         let base = base_name(expr);
         base.is_some_and(|name| {
             self.is_local(name, scope)
