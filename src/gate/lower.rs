@@ -76,24 +76,7 @@ pub fn lower_module(
     is_package: bool,
     tokens: &Tokens,
 ) -> ModuleIr {
-    lower_parsed(
-        src,
-        tree,
-        module,
-        is_package,
-        tokens,
-        None,
-        KnownNames::default(),
-    )
-}
-
-/// Names the scan knows about before lowering a file.
-#[derive(Clone, Copy, Default)]
-pub struct KnownNames<'a> {
-    /// Parameter names a rule declares the device's (`arch`, `cc`, ...).
-    pub parameter_names: &'a [String],
-    /// Other modules' arch-dependent helpers this file imports (the scan's second pass).
-    pub imported_helpers: &'a [String],
+    lower_parsed(src, tree, module, is_package, tokens, None, &[])
 }
 
 /// Lowers a tree parsed from only some statements (`chunks::relevant_ranges`): functions
@@ -105,12 +88,8 @@ pub fn lower_parsed<'a>(
     is_package: bool,
     tokens: &Tokens,
     ranges: Option<&[(usize, usize)]>,
-    names: KnownNames<'a>,
+    parameter_names: &'a [String],
 ) -> ModuleIr {
-    let KnownNames {
-        parameter_names,
-        imported_helpers,
-    } = names;
     let mut lowerer = Lowerer {
         ranges,
         src,
@@ -134,11 +113,6 @@ pub fn lower_parsed<'a>(
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
     };
-    // Other modules' arch-dependent helpers this file names (the scan's second pass): a use
-    // is a candidate, as a local derived name's is.
-    for name in imported_helpers {
-        lowerer.add_archy_name(name.clone());
-    }
     let root = tree.root_node();
     if root.has_error() {
         collect_errors(root, &mut lowerer.ir.parse_errors);
