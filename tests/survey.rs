@@ -27,10 +27,12 @@ use serde_json::Value;
 /// interface methods and capability named tuples resolved: 333/392 = 0.849 (80/80) and
 /// 574/665 = 0.863 (79/79); after `any(...)` unrolling, token-less helpers kept by the
 /// chunking and rule-declared parameters in big functions and instance attributes:
-/// 339/392 = 0.865 (80/80) and 618/665 = 0.929 (79/79). Issue 13's goal is 0.95 on both; the floors only keep recall
+/// 339/392 = 0.865 (80/80) and 618/665 = 0.929 (79/79); after try/except bindings, callers
+/// in other modules and tuple unpacking: 356/392 = 0.908 (84/84) and 622/665 = 0.935
+/// (79/79). Issue 13's goal is 0.95 on both; the floors only keep recall
 /// from falling back while it is raised.
-const MIN_RECALL_SGLANG: f64 = 0.86;
-const MIN_RECALL_VLLM: f64 = 0.92;
+const MIN_RECALL_SGLANG: f64 = 0.90;
+const MIN_RECALL_VLLM: f64 = 0.93;
 
 #[derive(Debug, Deserialize)]
 struct SurveySite {
