@@ -35,8 +35,21 @@ pub enum Expr {
         body: Box<Expr>,
         orelse: Box<Expr>,
     },
-    /// Source text of something not modelled (lambda, f-string, comprehension ...).
+    /// An f-string of plain interpolations (`f"sm{major}{minor}"`), with its source text.
+    FString {
+        text: String,
+        parts: Vec<FPart>,
+    },
+    /// Source text of something not modelled (lambda, comprehension ...).
     Other(String),
+}
+
+/// A piece of an f-string: literal text, or an interpolated expression (no conversion or
+/// format spec).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FPart {
+    Lit(String),
+    Value(Expr),
 }
 
 impl Expr {
@@ -80,6 +93,16 @@ impl Expr {
                 test: sub(test),
                 body: sub(body),
                 orelse: sub(orelse),
+            },
+            Expr::FString { text, parts } => Expr::FString {
+                text: text.clone(),
+                parts: parts
+                    .iter()
+                    .map(|p| match p {
+                        FPart::Lit(l) => FPart::Lit(l.clone()),
+                        FPart::Value(e) => FPart::Value(e.substitute(name, value)),
+                    })
+                    .collect(),
             },
             other => other.clone(),
         }
@@ -441,7 +464,7 @@ impl std::fmt::Display for Expr {
                 write!(f, "{l} {sym} {r}")
             }
             Expr::IfExp { test, body, orelse } => write!(f, "{body} if {test} else {orelse}"),
-            Expr::Other(text) => f.write_str(text),
+            Expr::Other(text) | Expr::FString { text, .. } => f.write_str(text),
         }
     }
 }

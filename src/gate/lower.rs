@@ -1881,14 +1881,35 @@ impl<'a> Lowerer<'a> {
     fn string(&self, node: Node<'a>) -> Expr {
         let mut cursor = node.walk();
         let mut content = String::new();
+        let mut parts: Vec<FPart> = Vec::new();
         for child in node.named_children(&mut cursor) {
             match child.kind_name() {
                 "string_content" => content.push_str(self.text(child)),
-                "interpolation" => return Expr::Other(self.owned_text(node)),
+                "interpolation" => {
+                    // A plain `{expr}`: a conversion (`!r`) or format spec (`:02d`) changes
+                    // the text in ways not modelled.
+                    let plain = child.named_child_count() == 1;
+                    let Some(value) = child.field(F::Expression).filter(|_| plain) else {
+                        return Expr::Other(self.owned_text(node));
+                    };
+                    if !content.is_empty() {
+                        parts.push(FPart::Lit(std::mem::take(&mut content)));
+                    }
+                    parts.push(FPart::Value(self.expr(value, 0)));
+                }
                 _ => {}
             }
         }
-        Expr::Str(content)
+        if parts.is_empty() {
+            return Expr::Str(content);
+        }
+        if !content.is_empty() {
+            parts.push(FPart::Lit(content));
+        }
+        Expr::FString {
+            text: self.owned_text(node),
+            parts,
+        }
     }
 }
 

@@ -29,6 +29,9 @@ pub enum Val {
     Choice(Vec<(Pred, Val)>),
     /// `major * 10` on the way to `major * 10 + minor`.
     MajorTimesTen,
+    /// A string built from device numbers (`f"sm{major}{minor}"`, `f"{cap[0]}.{cap[1]}"`):
+    /// literal pieces and device quantities, in order.
+    DevStr(Vec<StrPiece>),
     Int(i64),
     Str(String),
     Seq(Vec<Val>),
@@ -53,6 +56,13 @@ pub enum Val {
     NamedTuple,
     Free(String),
     Unknown(String),
+}
+
+/// A piece of a device-built string.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrPiece {
+    Lit(String),
+    Dev(DevVar),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -332,12 +342,47 @@ impl<'a> Resolver<'a> {
                 let orelse = self.eval(orelse, scope, depth + 1);
                 select(test, body, orelse, expr)
             }
+            Expr::FString { parts, .. } => self.fstring(parts, expr, scope, depth),
             Expr::Dict(_) | Expr::Other(_) => Val::Free(expr.to_string()),
             Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => {
                 self.eval(expr, scope, depth)
             }
             Expr::Tuple(_) | Expr::List(_) | Expr::Set(_) => self.eval(expr, scope, depth),
         }
+    }
+
+    /// An f-string: a device string when it interpolates device numbers and nothing else
+    /// unknown, the plain string when every piece is known, free otherwise.
+    fn fstring(&self, parts: &[FPart], expr: &Expr, scope: Scope, depth: u32) -> Val {
+        let mut pieces: Vec<StrPiece> = Vec::new();
+        let mut device = false;
+        for part in parts {
+            match part {
+                FPart::Lit(text) => pieces.push(StrPiece::Lit(text.clone())),
+                FPart::Value(value) => match self.eval(value, scope, depth + 1) {
+                    Val::Dev(var @ (DevVar::Major | DevVar::Minor | DevVar::Sm)) => {
+                        device = true;
+                        pieces.push(StrPiece::Dev(var));
+                    }
+                    Val::Int(n) => pieces.push(StrPiece::Lit(n.to_string())),
+                    Val::Str(text) => pieces.push(StrPiece::Lit(text)),
+                    Val::Unknown(reason) => return Val::Unknown(reason),
+                    _ => return Val::Free(expr.to_string()),
+                },
+            }
+        }
+        if device {
+            return Val::DevStr(pieces);
+        }
+        Val::Str(
+            pieces
+                .into_iter()
+                .map(|p| match p {
+                    StrPiece::Lit(text) => text,
+                    StrPiece::Dev(_) => unreachable!("no device piece"),
+                })
+                .collect(),
+        )
     }
 
     /// `detect() if arch is None else arch` (or `arch if arch is not None else detect()`):
@@ -1877,8 +1922,113 @@ fn carries_device(val: &Val) -> bool {
 fn is_device(val: &Val) -> bool {
     matches!(
         val,
-        Val::Dev(_) | Val::DevObj | Val::DevAny | Val::MajorTimesTen
+        Val::Dev(_) | Val::DevObj | Val::DevAny | Val::MajorTimesTen | Val::DevStr(_)
     )
+}
+
+/// The device numbers a device string spells `literal` with (`"sm90"` against
+/// `sm{major}{minor}` is major 9, minor 0): `Some(None)` when it cannot be that string at all,
+/// `None` when it could in more than one way.
+fn match_dev_str(pieces: &[StrPiece], literal: &str) -> Option<Option<Vec<(DevVar, i64)>>> {
+    fn go(
+        pieces: &[StrPiece],
+        rest: &str,
+        bound: &mut Vec<(DevVar, i64)>,
+        out: &mut Vec<Vec<(DevVar, i64)>>,
+    ) {
+        let Some((first, others)) = pieces.split_first() else {
+            if rest.is_empty() {
+                out.push(bound.clone());
+            }
+            return;
+        };
+        match first {
+            StrPiece::Lit(text) => {
+                if let Some(after) = rest.strip_prefix(text.as_str()) {
+                    go(others, after, bound, out);
+                }
+            }
+            StrPiece::Dev(var) => {
+                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                let (low, high) = match var {
+                    DevVar::Minor => (1, 1),
+                    DevVar::Major => (1, 2),
+                    _ => (2, 3),
+                };
+                for len in low..=high.min(digits) {
+                    let Ok(n) = rest[..len].parse::<i64>() else {
+                        continue;
+                    };
+                    if bound.iter().any(|(v, m)| v == var && *m != n) {
+                        continue;
+                    }
+                    bound.push((*var, n));
+                    go(others, &rest[len..], bound, out);
+                    bound.pop();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    go(pieces, literal, &mut Vec::new(), &mut out);
+    out.dedup();
+    match out.len() {
+        0 => Some(None),
+        1 => Some(out.pop()),
+        _ => None,
+    }
+}
+
+/// `device_string == "sm90"` (or `in ("sm80", "sm86")`): the device numbers it needs.
+fn compare_dev_str(pieces: &[StrPiece], op: CmpOp, other: &Val, text: &str) -> Val {
+    let literals: Vec<&str> = match (op, other) {
+        (CmpOp::Eq | CmpOp::Ne, Val::Str(s)) => vec![s.as_str()],
+        (CmpOp::In | CmpOp::NotIn, Val::Seq(items)) => {
+            let strings: Option<Vec<&str>> = items
+                .iter()
+                .map(|i| match i {
+                    Val::Str(s) => Some(s.as_str()),
+                    _ => None,
+                })
+                .collect();
+            match strings {
+                Some(s) => s,
+                None => {
+                    return Val::Unknown(format!(
+                        "`{text}` compares a device string with values gatefix cannot resolve"
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Val::Unknown(format!(
+                "`{text}` compares a device string in a way gatefix does not model"
+            ));
+        }
+    };
+    let mut arms = Vec::new();
+    for literal in literals {
+        match match_dev_str(pieces, literal) {
+            None => {
+                return Val::Unknown(format!(
+                    "`{text}`: `{literal}` reads as more than one device"
+                ));
+            }
+            Some(None) => {}
+            Some(Some(bound)) => {
+                let atoms: Vec<Pred> = bound
+                    .into_iter()
+                    .map(|(var, n)| to_pred(dev_atom(var, CmpOp::Eq, Rhs::Int(n))))
+                    .collect();
+                arms.push(Pred::and(atoms));
+            }
+        }
+    }
+    let holds = Pred::or(arms);
+    Val::Pred(match op {
+        CmpOp::Ne | CmpOp::NotIn => holds.negate(),
+        _ => holds,
+    })
 }
 
 /// The device quantity a value stands for, if any.
@@ -1970,6 +2120,17 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
                 .map(|(g, v)| Pred::and(vec![g, to_pred(compare(left.clone(), op, v, text))]))
                 .collect(),
         ));
+    }
+    if let Val::DevStr(pieces) = &left
+        && !matches!(right, Val::NoneV)
+    {
+        return compare_dev_str(pieces, op, &right, text);
+    }
+    if let Val::DevStr(pieces) = &right
+        && matches!(op, CmpOp::Eq | CmpOp::Ne)
+        && !matches!(left, Val::NoneV)
+    {
+        return compare_dev_str(pieces, op, &left, text);
     }
     // `cap is None`: whether a device is there at all, an availability test, not a gate.
     if matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::Eq | CmpOp::Ne)

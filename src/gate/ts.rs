@@ -46,6 +46,7 @@ fields! {
     Condition = "condition",
     Consequence = "consequence",
     Definition = "definition",
+    Expression = "expression",
     Function = "function",
     Key = "key",
     Left = "left",
