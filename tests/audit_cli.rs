@@ -595,34 +595,3 @@ fn exhaustive_mode_finds_the_same_gates_on_the_fixtures() {
     let exhaustive = audit(Path::new(SITE), &["--exhaustive"]);
     assert_eq!(fast["gates"], exhaustive["gates"]);
 }
-
-/// A probe-table object's attribute is the probe's value: `get_platform().is_npu` is
-/// `is_npu()`, false on NVIDIA, so the code after `if get_platform().is_npu: return` runs.
-/// It was the function itself (truthy), which made every gate after such an early return dead
-/// (sglang 0.5.23 `arg_groups/overrides.py` `_dsa_split_backend_resolution`).
-#[test]
-fn gates_after_an_early_return_on_a_platform_probe_are_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let srt = dir.path().join("sglang/srt");
-    std::fs::create_dir_all(srt.join("utils")).unwrap();
-    let mixed = Path::new(SITE).join("sglang/srt");
-    for file in [
-        "__init__.py",
-        "runtime_context.py",
-        "utils/__init__.py",
-        "utils/common.py",
-    ] {
-        std::fs::copy(mixed.join(file), srt.join(file)).unwrap();
-    }
-    std::fs::write(dir.path().join("sglang/__init__.py"), "").unwrap();
-    std::fs::write(
-        srt.join("dsa.py"),
-        "import torch\n\nfrom sglang.srt.runtime_context import get_platform\n\n\n\
-         def resolve():\n    if get_platform().is_npu:\n        return {}\n    if get_platform().is_xpu:\n        return {\"backend\": \"xpu\"}\n    major, _ = torch.cuda.get_device_capability()\n    if major == 12:\n        return {\"backend\": \"sm12x\"}\n    return {}\n",
-    )
-    .unwrap();
-    let doc = audit(dir.path(), &[]);
-    let g = gate(&doc, "sglang/srt/dsa.py", 12);
-    assert_eq!(g["predicate"], "major == 12");
-    assert_eq!(g["admits"]["sm_120"], "yes");
-}

@@ -1005,13 +1005,7 @@ impl<'a> Resolver<'a> {
             return Val::Method(kind.to_string(), attr.to_string());
         }
         if let Some(rule) = self.rules.any_module_value(attr) {
-            // A probe-table object's attributes are values (sglang's PlatformContext.__getattr__
-            // calls the probe): `get_platform().is_npu` is `is_npu()`, false on NVIDIA, not the
-            // function, whose truth made every statement after `if ...is_npu: return` dead.
-            return match self.rules.probe_tables.contains_key(kind) {
-                true => rule_value(rule).called(),
-                false => rule_value(rule),
-            };
+            return rule_value(rule);
         }
         if let Some(table) = self.rules.probe_tables.get(kind) {
             for dict in &table.tables {
