@@ -709,6 +709,11 @@ fn keep_called_helpers(src: &[u8], pieces: &[Piece], piece_starts: &[usize], arc
         return;
     }
     let names: Vec<String> = helpers.iter().map(|(n, _)| n.clone()).collect();
+    let index_of: std::collections::HashMap<&[u8], usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_bytes(), i))
+        .collect();
     let mut called = vec![false; helpers.len()];
     for at in matcher(&names).whole_words(src) {
         let Some(piece) = piece_starts
@@ -725,7 +730,7 @@ fn keep_called_helpers(src: &[u8], pieces: &[Piece], piece_starts: &[usize], arc
             .iter()
             .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
             .unwrap_or(rest.len());
-        let Some(index) = names.iter().position(|n| n.as_bytes() == &rest[..word_len]) else {
+        let Some(&index) = index_of.get(&rest[..word_len]) else {
             continue;
         };
         if rest[word_len..].trim_ascii_start().starts_with(b"(") {

@@ -1502,7 +1502,7 @@ impl<'a> Lowerer<'a> {
             && node
                 .field(F::Function)
                 .is_some_and(|f| matches!(self.text(f), "any" | "all"))
-            && self.unroll_generator(arguments, true, 0).is_some()
+            && self.literal_loop(arguments, 0).is_some()
         {
             return;
         }
@@ -1754,6 +1754,26 @@ impl<'a> Lowerer<'a> {
     /// loop over a literal tuple or list of constants, without a filter, unrolled so that each
     /// element's test resolves (vllm's `_nvfp4_kv_on_fa2`). `None` for any other generator.
     fn unroll_generator(&self, generator: Node<'a>, any: bool, depth: usize) -> Option<Expr> {
+        let (body, name, items) = self.literal_loop(generator, depth)?;
+        let element = self.expr(body, depth);
+        let parts = items
+            .iter()
+            .map(|item| element.substitute(name, item))
+            .collect();
+        Some(if any {
+            Expr::Or(parts)
+        } else {
+            Expr::And(parts)
+        })
+    }
+
+    /// The element, loop variable and constants of a generator that `unroll_generator` can
+    /// unroll; the element itself is not lowered here.
+    fn literal_loop(
+        &self,
+        generator: Node<'a>,
+        depth: usize,
+    ) -> Option<(Node<'a>, &'a str, Vec<Expr>)> {
         const MAX_UNROLLED: usize = 16;
         let body = generator.field(F::Body)?;
         let mut cursor = generator.walk();
@@ -1784,17 +1804,7 @@ impl<'a> Lowerer<'a> {
         if items.len() > MAX_UNROLLED || !items.iter().all(constant) {
             return None;
         }
-        let name = self.text(target);
-        let element = self.expr(body, depth);
-        let parts = items
-            .iter()
-            .map(|item| element.substitute(name, item))
-            .collect();
-        Some(if any {
-            Expr::Or(parts)
-        } else {
-            Expr::And(parts)
-        })
+        Some((body, self.text(target), items))
     }
 
     fn bool_op(&self, node: Node<'a>, depth: usize) -> Expr {

@@ -750,17 +750,11 @@ impl<'a> Resolver<'a> {
             let device = is_device(&val)
                 || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
                 || matches!(&val, Val::Choice(_));
-            if device && !found.iter().any(|f| format!("{f:?}") == format!("{val:?}")) {
-                found.push(val);
+            if device {
+                push_distinct(&mut found, val);
             }
         }
-        match found.len() {
-            0 => None,
-            1 => found.pop(),
-            _ => Some(Val::Unknown(format!(
-                "the callers of `{callee}` pass `{name}` different device values"
-            ))),
-        }
+        the_one_passed(found, callee, name)
     }
 
     /// The device values that other modules of the scan pass as argument `index` (or by
@@ -783,20 +777,11 @@ impl<'a> Resolver<'a> {
             if !imports_it || std::sync::Arc::ptr_eq(caller, module) {
                 continue;
             }
-            match self.callers_pass(caller, callee, index, name, depth + 1) {
-                Some(val) if !found.iter().any(|f| format!("{f:?}") == format!("{val:?}")) => {
-                    found.push(val)
-                }
-                _ => {}
+            if let Some(val) = self.callers_pass(caller, callee, index, name, depth + 1) {
+                push_distinct(&mut found, val);
             }
         }
-        match found.len() {
-            0 => None,
-            1 => found.pop(),
-            _ => Some(Val::Unknown(format!(
-                "the callers of `{callee}` pass `{name}` different device values"
-            ))),
-        }
+        the_one_passed(found, callee, name)
     }
 
     /// A local assignment's value, computed once: chains like `x = f(x, x)` would otherwise
@@ -1602,6 +1587,26 @@ impl<'a> Resolver<'a> {
 /// Predicates above this many nodes become unknown: a function whose control flow is this
 /// tangled is not a helper gatefix can summarise.
 const MAX_PRED_NODES: usize = 256;
+
+/// Adds a value its callers pass unless an equal one is there already.
+fn push_distinct(found: &mut Vec<Val>, val: Val) {
+    let key = format!("{val:?}");
+    if !found.iter().any(|f| format!("{f:?}") == key) {
+        found.push(val);
+    }
+}
+
+/// What a parameter is from the device values its callers pass: none, the one value, or
+/// unknown when they disagree.
+fn the_one_passed(mut found: Vec<Val>, callee: &str, name: &str) -> Option<Val> {
+    match found.len() {
+        0 => None,
+        1 => found.pop(),
+        _ => Some(Val::Unknown(format!(
+            "the callers of `{callee}` pass `{name}` different device values"
+        ))),
+    }
+}
 
 fn bounded(pred: Pred, func: &FuncRef) -> Pred {
     if pred.size() > MAX_PRED_NODES {
