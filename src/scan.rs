@@ -1,20 +1,21 @@
 //! The audit pipeline: walk the site, prefilter raw bytes, parse the hits in parallel, resolve
 //! their decision sites into gates, attribute each gate to its distribution. No policy here.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges_at};
+use crate::gate::feed::{Ask, Lowering, feed_parameters};
 use crate::gate::index::{ModuleIndex, module_name};
-use crate::gate::ir::{SharedModule, SiteKind};
+use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
 use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
-use crate::gate::tokens::{def_parameter_starts, prefilter_tokens, resolve_tokens};
+use crate::gate::tokens::{Tokens, def_parameter_starts, prefilter_tokens, resolve_tokens};
 use crate::rules::Rules;
 use crate::site::Site;
 use tree_sitter::Tree;
@@ -303,6 +304,11 @@ pub fn scan_overlay(
     let resolve = resolve_tokens(&rules.resolve_names());
     let parameter_names = rules.parameter_names();
     let index = ModuleIndex::new(&site.root, &files, resolve.clone());
+    let lowering = FileLowering {
+        prefilter: &prefilter,
+        resolve: &resolve,
+        options: &options,
+    };
 
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
@@ -321,51 +327,31 @@ pub fn scan_overlay(
                 };
                 // Edited text (apply's re-resolution) and file bytes go the same way.
                 let lower_bytes = |bytes: &[u8]| -> FileOutcome {
-                    // Where the tokens occur: the prefilter's answer, and what chunking starts from.
-                    let mut token_starts: Vec<usize> = prefilter.starts(bytes).collect();
-                    let params = def_parameter_starts(bytes, &parameter_names);
-                    if !params.is_empty() {
-                        token_starts.extend(params);
-                        token_starts.sort_unstable();
-                        token_starts.dedup();
-                    }
-                    if options.prefilter && token_starts.is_empty() {
-                        return FileOutcome::Nothing;
-                    }
                     let Some((module, is_package)) = module_name(file) else {
-                        return skipped("skipped: not a Python module path".into());
+                        return if options.prefilter && !prefilter.hit(bytes) {
+                            FileOutcome::Nothing
+                        } else {
+                            skipped("skipped: not a Python module path".into())
+                        };
                     };
-                    let parsed = if options.chunking {
-                        parse_relevant(bytes, token_starts)
-                    } else {
-                        parse(bytes).map(|tree| Some((tree, None)))
-                    };
-                    let (tree, ranges) = match parsed {
-                        Some(Some(parsed)) => parsed,
-                        Some(None) => return FileOutcome::Nothing,
-                        None => {
+                    let ir = match lowering.lower(bytes, &module, is_package, &parameter_names, &[])
+                    {
+                        Lowered::Ir(ir) => *ir,
+                        Lowered::Nothing => return FileOutcome::Nothing,
+                        Lowered::ParserGaveUp => {
                             return skipped(
                                 "skipped: the parser gave up on this file; gates in it are not reported"
                                     .into(),
                             );
                         }
                     };
-                    let ir = lower_parsed(
-                        bytes,
-                        &tree,
-                        &module,
-                        is_package,
-                        &resolve,
-                        ranges.as_deref(),
-                        &parameter_names,
-                    );
                     let file_warnings = file_warnings(file, bytes, &ir.parse_errors, &ir.too_deep);
-                    match index.preload(&module, ir) {
-                        Some(shared) => FileOutcome::Parsed(name.clone(), shared, file_warnings),
-                        None => skipped(format!(
+                    if index.file(&module).is_none() {
+                        return skipped(format!(
                             "skipped: module `{module}` is not in the site's module index"
-                        )),
+                        ));
                     }
+                    FileOutcome::Parsed(name.clone(), std::sync::Arc::new(ir), file_warnings)
                 };
                 let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
                 if let Some(bytes) = edited {
@@ -407,7 +393,71 @@ pub fn scan_overlay(
         }
     }
 
-    index.set_callers(lowered.iter().map(|(_, module, _)| module));
+    // Parameters that callers feed device values: their modules are lowered again with those
+    // parameters taken as the device's (`gate::feed`). Only then are modules
+    // handed to the index, so resolution never sees the first lowering of a fed module.
+    let mut fed_lowering = FedLowering {
+        lowering: &lowering,
+        site_root: &site.root,
+        files: &files,
+        index: &index,
+        rules,
+        resolve: &resolve,
+        parameter_names: &parameter_names,
+        overlay,
+        max_file_bytes: options.max_file_bytes,
+        last_index: None,
+        signatures: ModuleIndex::new(&site.root, &files, resolve.clone()),
+    };
+    let mut by_module: BTreeMap<String, SharedModule> = lowered
+        .iter()
+        .map(|(_, module, _)| (module.module.clone(), module.clone()))
+        .collect();
+    let fed = feed_parameters(&mut by_module, &mut fed_lowering);
+    let reusable = fed_lowering
+        .last_index
+        .take()
+        .filter(|_| fed.last_ask_current);
+    let signatures = fed_lowering.signatures;
+    if !fed.relowered.is_empty() {
+        let mut position: HashMap<String, usize> = HashMap::new();
+        for (i, (_, module, _)) in lowered.iter().enumerate() {
+            position.insert(module.module.clone(), i);
+        }
+        for name in &fed.relowered {
+            let module = by_module[name].clone();
+            match position.get(name) {
+                Some(&i) => lowered[i].1 = module,
+                None => {
+                    if let Some(file) = index.file(name) {
+                        lowered.push((relative(Path::new(""), &file.path), module, Vec::new()));
+                    }
+                }
+            }
+        }
+        lowered.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    if timings {
+        eprintln!(
+            "scan: fed parameters ({} modules lowered again) {:?}",
+            fed.relowered.len(),
+            clock.elapsed()
+        );
+    }
+    // The last round's index already holds the modules as they are now, and their callers.
+    let index = match reusable {
+        Some(index) => index,
+        None => {
+            for (_, module, _) in &lowered {
+                index.preload(&module.module, module.clone());
+            }
+            index.set_callers(lowered.iter().map(|(_, module, _)| module));
+            index
+        }
+    };
+    index.adopt_parsed(&signatures);
+    rayon::spawn(move || drop(signatures));
+
     // One resolver, and so one set of memo tables, per module: its sites are resolved in
     // order on one thread, so what a site sees cached never depends on how other modules were
     // scheduled. A shared cache made the audit depend on thread timing, because a value cut
@@ -494,6 +544,188 @@ pub fn scan_overlay(
         modules,
         warnings,
         stats,
+    }
+}
+
+/// Where `name` occurs as a whole identifier in the text.
+fn word_starts(bytes: &[u8], name: &str) -> Vec<usize> {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    memchr::memmem::find_iter(bytes, name.as_bytes())
+        .filter(|&at| {
+            let end = at + name.len();
+            (at == 0 || !ident(bytes[at - 1])) && (end >= bytes.len() || !ident(bytes[end]))
+        })
+        .collect()
+}
+
+/// How the scan turns a file's text into its IR: the prefilter, the chunking and the
+/// lowering, with the parameter names taken as the device's.
+struct FileLowering<'a> {
+    prefilter: &'a Tokens,
+    resolve: &'a Tokens,
+    options: &'a ScanOptions,
+}
+
+enum Lowered {
+    Ir(Box<ModuleIr>),
+    /// No token (or tokens only in comments): nothing to parse.
+    Nothing,
+    ParserGaveUp,
+}
+
+impl FileLowering<'_> {
+    fn lower(
+        &self,
+        bytes: &[u8],
+        module: &str,
+        is_package: bool,
+        parameter_names: &[String],
+        fed_names: &[String],
+    ) -> Lowered {
+        // Where the tokens occur: the prefilter's answer, and what chunking starts from.
+        let mut token_starts: Vec<usize> = self.prefilter.starts(bytes).collect();
+        let mut params = def_parameter_starts(bytes, parameter_names);
+        // A parameter fed the device's value is a token of its file: the chunking keeps what
+        // reads it, also through the attribute it is stored in (`self.fp8_kv_dequant`).
+        for name in fed_names {
+            params.extend(word_starts(bytes, name));
+        }
+        if !params.is_empty() {
+            token_starts.extend(params);
+            token_starts.sort_unstable();
+            token_starts.dedup();
+        }
+        if self.options.prefilter && token_starts.is_empty() {
+            return Lowered::Nothing;
+        }
+        let parsed = if self.options.chunking {
+            parse_relevant(bytes, token_starts)
+        } else {
+            parse(bytes).map(|tree| Some((tree, None)))
+        };
+        let (tree, ranges) = match parsed {
+            Some(Some(parsed)) => parsed,
+            Some(None) => return Lowered::Nothing,
+            None => return Lowered::ParserGaveUp,
+        };
+        Lowered::Ir(Box::new(lower_parsed(
+            bytes,
+            &tree,
+            module,
+            is_package,
+            self.resolve,
+            ranges.as_deref(),
+            parameter_names,
+        )))
+    }
+}
+
+/// Lowerings for `gate::feed`, reading files (or the overlay's edited text) as the scan
+/// does, and the resolver's answer on which arguments carry the device's value.
+struct FedLowering<'a> {
+    lowering: &'a FileLowering<'a>,
+    site_root: &'a Path,
+    files: &'a [PathBuf],
+    index: &'a ModuleIndex,
+    rules: &'a Rules,
+    resolve: &'a Tokens,
+    parameter_names: &'a [String],
+    overlay: &'a HashMap<String, Vec<u8>>,
+    max_file_bytes: u64,
+    /// The index the last `device_arguments` built (kept for resolution when current).
+    last_index: Option<ModuleIndex>,
+    /// Modules read only for their definitions' signatures (bodies without a token are
+    /// skipped, as resolution reads modules).
+    signatures: ModuleIndex,
+}
+
+impl Lowering for FedLowering<'_> {
+    fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<ModuleIr> {
+        let file = self.index.file(module)?;
+        let name = relative(Path::new(""), &file.path);
+        let bytes = match self.overlay.get(&name) {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let path = self.site_root.join(&file.path);
+                if std::fs::metadata(&path).ok()?.len() > self.max_file_bytes {
+                    return None;
+                }
+                std::fs::read(path).ok()?
+            }
+        };
+        let mut names = self.parameter_names.to_vec();
+        names.extend(device_params.iter().cloned());
+        match self
+            .lowering
+            .lower(&bytes, module, file.is_package, &names, device_params)
+        {
+            Lowered::Ir(ir) => Some(*ir),
+            Lowered::Nothing | Lowered::ParserGaveUp => None,
+        }
+    }
+
+    fn signatures(&self, module: &str) -> Option<SharedModule> {
+        let edited = self.index.file(module).is_some_and(|file| {
+            self.overlay
+                .contains_key(&relative(Path::new(""), &file.path))
+        });
+        if edited {
+            return self.lower_fed(module, &[]).map(std::sync::Arc::new);
+        }
+        self.signatures.get(module)
+    }
+
+    fn is_module(&self, module: &str) -> bool {
+        self.index.file(module).is_some()
+    }
+
+    fn already_device(&self, name: &str) -> bool {
+        self.parameter_names.iter().any(|p| p == name) || self.resolve.hit(name.as_bytes())
+    }
+
+    fn device_arguments(
+        &mut self,
+        modules: &BTreeMap<String, SharedModule>,
+        asks: &[Ask<'_>],
+    ) -> Vec<bool> {
+        let index = ModuleIndex::new(self.site_root, self.files, self.resolve.clone());
+        for (name, module) in modules {
+            index.preload(name, module.clone());
+        }
+        index.set_callers(modules.values());
+        // One resolver per caller module, as the scan resolves sites (see there why).
+        let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, ask) in asks.iter().enumerate() {
+            groups
+                .entry(ask.caller.module.as_str())
+                .or_default()
+                .push(i);
+        }
+        let groups: Vec<Vec<usize>> = groups.into_values().collect();
+        let answered: Vec<Vec<(usize, bool)>> = groups
+            .par_iter()
+            .map(|group| {
+                let resolver = Resolver::new(&index, self.rules, self.resolve.clone());
+                group
+                    .iter()
+                    .map(|&i| {
+                        let ask = &asks[i];
+                        (
+                            i,
+                            resolver.passes_device_value(ask.caller, ask.site, ask.argument),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut answers = vec![false; asks.len()];
+        for (i, device) in answered.into_iter().flatten() {
+            answers[i] = device;
+        }
+        if let Some(old) = self.last_index.replace(index) {
+            rayon::spawn(move || drop(old));
+        }
+        answers
     }
 }
 

@@ -29,11 +29,13 @@ use serde_json::Value;
 /// chunking and rule-declared parameters in big functions and instance attributes:
 /// 339/392 = 0.865 (80/80) and 618/665 = 0.929 (79/79); after try/except bindings, callers
 /// in other modules and tuple unpacking: 356/392 = 0.908 (84/84) and 622/665 = 0.935
-/// (79/79); with device strings (`f"sm{major}{minor}" == "sm90"`): 360/392 = 0.918.
+/// (79/79); with device strings (`f"sm{major}{minor}" == "sm90"`): 360/392 = 0.918; with
+/// parameters fed device values by their callers (`gate::feed`) and comments after a `(`:
+/// 365/392 = 0.931 (84/84) and 642/665 = 0.965 (79/79).
 /// Issue 13's goal is 0.95 on both; the floors only keep recall
 /// from falling back while it is raised.
-const MIN_RECALL_SGLANG: f64 = 0.91;
-const MIN_RECALL_VLLM: f64 = 0.93;
+const MIN_RECALL_SGLANG: f64 = 0.925;
+const MIN_RECALL_VLLM: f64 = 0.955;
 
 #[derive(Debug, Deserialize)]
 struct SurveySite {

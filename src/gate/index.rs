@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::chunks::skip_plain_bodies;
-use super::ir::{ModuleIr, SharedModule};
+use super::ir::SharedModule;
 use super::lower::{lower_module, parse, parse_ranges};
 use super::tokens::Tokens;
 
@@ -102,11 +102,31 @@ impl ModuleIndex {
     }
 
     /// Stores a module lowered by the scan.
-    pub fn preload(&self, module: &str, ir: ModuleIr) -> Option<SharedModule> {
+    pub fn preload(&self, module: &str, shared: SharedModule) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
-        let shared = Arc::new(ir);
-        let _ = file.cell.set(Some(shared.clone()));
+        let _ = file.cell.set(Some(shared));
         file.cell.get().cloned().flatten()
+    }
+
+    /// Takes the modules another index of the same site parsed lazily (`gate::feed` read
+    /// them for their signatures) where this one holds none yet: resolution would parse them
+    /// again the same way. Call after preloading the scan's modules, which win.
+    pub fn adopt_parsed(&self, other: &ModuleIndex) {
+        for (name, file) in &self.modules {
+            let Some(parsed) = other.modules.get(name).and_then(|o| o.cell.get()) else {
+                continue;
+            };
+            match file.cell.get() {
+                None => {
+                    let _ = file.cell.set(parsed.clone());
+                }
+                // The scan's partial parse, and a whole one to follow class bases with.
+                Some(Some(ours)) if ours.partial && parsed.as_ref().is_some_and(|p| !p.partial) => {
+                    let _ = file.full.set(parsed.clone());
+                }
+                Some(_) => {}
+            }
+        }
     }
 
     /// The lowered module, parsing it now if nobody has.

@@ -324,8 +324,14 @@ pub struct CallSite {
     pub byte: usize,
     /// The branch arm the call sits in (its arguments are read there).
     pub branch: Option<usize>,
+    /// The callee as written (`f`, `self.m`, `mod.f`), for finding its definition.
+    pub callee: String,
     pub args: Vec<Expr>,
     pub kwargs: Vec<(String, Expr)>,
+    /// The positional arguments (by index) and keywords whose value depends on the device:
+    /// the parameters they feed (`feed`).
+    pub device_args: Vec<usize>,
+    pub device_kwargs: Vec<String>,
 }
 
 /// A local assignment inside a function, visible to sites after `byte`.

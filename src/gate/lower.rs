@@ -68,6 +68,14 @@ pub struct Lowerer<'a> {
     too_deep: std::cell::RefCell<Vec<(u32, u32)>>,
 }
 
+/// The expression inside parentheses, past any comment written after the `(`
+/// (`flag = (  # why\n  a and b\n)`).
+fn parenthesized_inner(node: Node) -> Option<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .find(|child| child.kind_name() != "comment")
+}
+
 /// Lowers one parsed file.
 pub fn lower_module(
     src: &[u8],
@@ -859,7 +867,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
             "parenthesized_expression" | "as_pattern_target" => {
-                if let Some(inner) = node.named_child(0) {
+                if let Some(inner) = parenthesized_inner(node) {
                     self.target_names(inner, path, out);
                 }
             }
@@ -1519,12 +1527,44 @@ impl<'a> Lowerer<'a> {
         let Some(callee) = callee else {
             return;
         };
+        // Which arguments carry the device's value, numbered as `call` numbers them.
+        let mut device_args = Vec::new();
+        let mut device_kwargs = Vec::new();
+        let mut position = 0;
+        for arg in &args {
+            match arg.kind_name() {
+                "comment" => continue,
+                "keyword_argument" => {
+                    if let (Some(name), Some(value)) = (arg.field(F::Name), arg.field(F::Value))
+                        && self.archy_or_derived(value)
+                    {
+                        device_kwargs.push(self.owned_text(name));
+                    }
+                }
+                "list_splat" | "dictionary_splat" => position += 1,
+                _ => {
+                    if self.archy_or_derived(*arg) {
+                        device_args.push(position);
+                    }
+                    position += 1;
+                }
+            }
+        }
         if !args
             .iter()
             .any(|a| a.kind_name() != "comment" && self.archy_or_derived(*a))
         {
             return;
         }
+        let written = node
+            .field(F::Function)
+            .map(|f| {
+                self.text(f)
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect()
+            })
+            .unwrap_or_default();
         let Expr::Call { args, kwargs, .. } = self.call(node, 0) else {
             return;
         };
@@ -1532,8 +1572,11 @@ impl<'a> Lowerer<'a> {
             function: self.functions.last().copied(),
             byte: node.start_byte(),
             branch: self.current_branch(),
+            callee: written,
             args,
             kwargs,
+            device_args,
+            device_kwargs,
         };
         self.ir.calls.entry(callee).or_default().push(site);
     }
@@ -1587,9 +1630,9 @@ impl<'a> Lowerer<'a> {
         // Parentheses add no meaning: they are peeled without recursion or depth, so any
         // nesting CPython accepts (200 levels) lowers like the bare expression.
         while node.kind_name() == "parenthesized_expression" {
-            match node.named_child(0) {
-                Some(inner) if inner.kind_name() != "comment" => node = inner,
-                _ => break,
+            match parenthesized_inner(node) {
+                Some(inner) => node = inner,
+                None => break,
             }
         }
         if depth > MAX_EXPR_DEPTH {
@@ -1657,9 +1700,9 @@ impl<'a> Lowerer<'a> {
                 Expr::Dict(pairs)
             }
             "named_expression" => lower(child(F::Value)),
-            "parenthesized_expression" => match node.named_child(0) {
-                Some(inner) if inner.kind_name() != "comment" => self.expr(inner, d),
-                _ => Expr::Other(self.owned_text(node)),
+            "parenthesized_expression" => match parenthesized_inner(node) {
+                Some(inner) => self.expr(inner, d),
+                None => Expr::Other(self.owned_text(node)),
             },
             "boolean_operator" => self.bool_op(node, d),
             "not_operator" => Expr::Not(Box::new(lower(child(F::Argument)))),

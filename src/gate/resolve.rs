@@ -118,6 +118,9 @@ pub struct Resolver<'a> {
     joins: Mutex<HashMap<JoinKey, Val>>,
     /// Function values by callee and arguments, with what was assumed computing them.
     calls: Mutex<HashMap<(FuncRef, String), Assumed>>,
+    /// What a parameter's callers pass (module, function, position): `None` when none passes
+    /// a device value. Read at every use of the parameter, so computed once.
+    passed: Mutex<HashMap<LocalKey, Option<Assumed>>>,
 }
 
 /// A local assignment: module, function, index of the assignment.
@@ -127,6 +130,8 @@ type JoinKey = (usize, usize, usize, Option<usize>, Option<usize>);
 
 /// Steps one site may take; a safety net against pathological code, far above real gates.
 const STEP_BUDGET: u64 = 400_000;
+/// Steps for deciding whether one call argument carries the device's value (`gate::feed`).
+const FEED_STEP_BUDGET: u64 = 2_000;
 
 thread_local! {
     static IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
@@ -252,7 +257,31 @@ impl<'a> Resolver<'a> {
             locals: Mutex::new(HashMap::new()),
             joins: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
+            passed: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether an argument a call passes carries the device's value, read where the call
+    /// is: what makes the callee's parameter the device's (`gate::feed`).
+    pub fn passes_device_value(&self, module: &SharedModule, site: &CallSite, arg: &Expr) -> bool {
+        reset_budget();
+        // A device value passed on is found in a few steps; an argument that takes more is
+        // not worth a candidate (this runs for thousands of calls).
+        STEPS.with(|steps| steps.set(STEP_BUDGET - FEED_STEP_BUDGET));
+        let scope = Scope {
+            module,
+            locals: match site.function {
+                Some(function) => Locals::Site {
+                    function,
+                    byte: site.byte,
+                    branch: site.branch,
+                },
+                None => Locals::None,
+            },
+        };
+        let val = self.eval(arg, scope, 0);
+        let _ = take_assumptions();
+        feeds_device(&val)
     }
 
     /// The predicate of an expression used as a condition.
@@ -670,22 +699,65 @@ impl<'a> Resolver<'a> {
             && ir.class.is_some();
         let arg_index = position - usize::from(has_receiver);
         let key = (std::sync::Arc::as_ptr(module) as usize, function, position);
-        let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
-        if !fresh {
-            cut();
-        }
-        if fresh {
-            let from_callers = self
-                .callers_pass(module, bare, arg_index, &param.name, depth)
-                .or_else(|| {
-                    // A module-level function is called from other modules too.
-                    (ir.parent.is_none() && ir.class.is_none())
-                        .then(|| self.importers_pass(module, bare, arg_index, &param.name, depth))
-                        .flatten()
-                });
-            PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-            if let Some(val) = from_callers {
+        let cached = self
+            .passed
+            .lock()
+            .expect("no poisoned lock")
+            .get(&key)
+            .cloned();
+        if let Some(passed) = cached {
+            if let Some((val, assumed)) = passed {
+                for name in &assumed {
+                    assume(name);
+                }
                 return val;
+            }
+        } else {
+            let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
+            if !fresh {
+                cut();
+            }
+            if fresh {
+                let before = assumed_now();
+                let cuts_before = cuts();
+                // A class is called by its name, and its `__init__` receives the arguments.
+                let called_as = match (bare, ir.class.as_deref()) {
+                    ("__init__", Some(class)) => class.rsplit('.').next().unwrap_or(class),
+                    _ => bare,
+                };
+                let top_level = ir.parent.is_none()
+                    && (ir.class.is_none()
+                        || (bare == "__init__" && ir.class.as_deref() == Some(called_as)));
+                let from_callers = self
+                    .callers_pass(module, called_as, arg_index, &param.name, depth)
+                    .or_else(|| {
+                        // A module-level function (or class) is called from other modules too.
+                        top_level
+                            .then(|| {
+                                self.importers_pass(
+                                    module,
+                                    called_as,
+                                    arg_index,
+                                    &param.name,
+                                    depth,
+                                )
+                            })
+                            .flatten()
+                    });
+                PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+                if cuts() == cuts_before {
+                    let assumed: Vec<String> = assumed_now()
+                        .into_iter()
+                        .filter(|n| !before.contains(n))
+                        .collect();
+                    self.passed
+                        .lock()
+                        .expect("no poisoned lock")
+                        .insert(key, from_callers.clone().map(|v| (v, assumed)));
+                }
+                if let Some(val) = from_callers {
+                    return val;
+                }
             }
         }
         let is_str = param
@@ -1869,6 +1941,9 @@ fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
         (BinOp::Mod, Val::Dev(DevVar::Sm), Val::Int(10)) => Val::Dev(DevVar::Minor),
         (BinOp::Mul, Val::Dev(DevVar::Major), Val::Int(10))
         | (BinOp::Mul, Val::Int(10), Val::Dev(DevVar::Major)) => Val::MajorTimesTen,
+        // `major * 10` read back: `arch // 10` where `arch = cap[0] * 10` (vllm cute's
+        // `_flash_attn_fwd`).
+        (BinOp::FloorDiv, Val::MajorTimesTen, Val::Int(10)) => Val::Dev(DevVar::Major),
         (BinOp::Add, Val::MajorTimesTen, Val::Dev(DevVar::Minor))
         | (BinOp::Add, Val::Dev(DevVar::Minor), Val::MajorTimesTen) => Val::Dev(DevVar::Sm),
         (BinOp::FloorDiv, Val::Int(a), Val::Int(b)) if b != 0 => Val::Int(a.div_euclid(b)),
@@ -1922,6 +1997,29 @@ fn carries_device(val: &Val) -> bool {
     is_device(val)
         || matches!(val, Val::Pred(p) if p.is_arch_dependent())
         || matches!(val, Val::Choice(arms) if arms.iter().any(|(g, v)| g.is_arch_dependent() || carries_device(v)))
+}
+
+/// Whether a value makes the parameter it is passed to the device's: a device quantity, an
+/// arch-dependent predicate, or a choice between plain values (`90 if hopper else 80`) under
+/// an arch-dependent guard. A choice between tensors or objects (`out = a if sm90 else b`)
+/// does not: tests on such a parameter (`out is None`) are not arch decisions.
+fn feeds_device(val: &Val) -> bool {
+    let plain = |v: &Val| {
+        matches!(
+            v,
+            Val::Int(_) | Val::Bool(_) | Val::Str(_) | Val::NoneV | Val::Pred(_)
+        ) || is_device(v)
+    };
+    match val {
+        Val::Choice(arms) => {
+            arms.iter().all(|(_, v)| plain(v))
+                && arms
+                    .iter()
+                    .any(|(g, v)| g.is_arch_dependent() || feeds_device(v))
+        }
+        Val::Pred(p) => p.is_arch_dependent(),
+        other => is_device(other),
+    }
 }
 
 fn is_device(val: &Val) -> bool {
