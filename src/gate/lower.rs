@@ -1966,8 +1966,42 @@ impl<'a> Lowerer<'a> {
     }
 }
 
-/// Names like `sm100a_nvcc_flags` in a function's source, in order of first appearance.
+/// Names like `sm100a_nvcc_flags` in a function's source, in order of first appearance;
+/// none when one of its JIT specs (`gen_jit_spec(...)`) names no such flag: the function then
+/// builds generically on some path (flashinfer's `gen_customize_batch_prefill_module` builds
+/// fa2 with plain flags and only fa3 with `sm90a_nvcc_flags`), so which arch it builds for
+/// depends on its arguments, and it is not a fixed-arch build.
 fn fixed_arch_flags(source: &[u8]) -> Vec<String> {
+    let specs: Vec<usize> = memchr::memmem::find_iter(source, b"gen_jit_spec(").collect();
+    if specs.len() > 1
+        && specs
+            .iter()
+            .any(|&at| named_arch_flags(call_text(source, at)).is_empty())
+    {
+        return Vec::new();
+    }
+    named_arch_flags(source)
+}
+
+/// The text of the call starting at `at`, up to its closing parenthesis (or the end).
+fn call_text(source: &[u8], at: usize) -> &[u8] {
+    let mut depth = 0usize;
+    for (i, &c) in source[at..].iter().enumerate() {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &source[at..at + i + 1];
+                }
+            }
+            _ => {}
+        }
+    }
+    &source[at..]
+}
+
+fn named_arch_flags(source: &[u8]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for end in memchr::memmem::find_iter(source, b"_nvcc_flags") {
         let start = source[..end]
@@ -2134,6 +2168,24 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A generator that builds one backend with fixed-arch flags and another generically is
+    /// not a fixed-arch build; one whose every spec names the flags is.
+    #[test]
+    fn fixed_arch_flags_need_every_jit_spec_to_name_them() {
+        let mixed = b"def gen(backend):\n    if backend == 'fa2':\n        return gen_jit_spec(uri, srcs, extra_cuda_cflags=flags)\n    return gen_jit_spec(uri, srcs, extra_cuda_cflags=sm90a_nvcc_flags)\n";
+        assert!(fixed_arch_flags(mixed).is_empty());
+        let fixed = b"def gen():\n    if x:\n        return gen_jit_spec(uri, a, extra_cuda_cflags=sm90a_nvcc_flags)\n    return gen_jit_spec(uri, b, extra_cuda_cflags=sm90a_nvcc_flags + more)\n";
+        assert_eq!(
+            fixed_arch_flags(fixed),
+            vec!["sm90a_nvcc_flags".to_string()]
+        );
+        let single = b"def gen():\n    flags = sm100a_nvcc_flags\n    return gen_jit_spec(uri, a, extra_cuda_cflags=flags)\n";
+        assert_eq!(
+            fixed_arch_flags(single),
+            vec!["sm100a_nvcc_flags".to_string()]
+        );
+    }
 
     /// `a or b or c ...` nests one level per operand; a 200-term chain (flashinfer has 50+)
     /// lowers to one `Or` of every operand, not to an opaque expression past MAX_EXPR_DEPTH.
