@@ -200,6 +200,23 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
         }
     }
     out.retain(|(g, _)| *g != Pred::Const(false));
+    if out.len() > MAX_CHOICE_ARMS {
+        // Arms that give the same value are one arm under the `or` of their guards (a
+        // variable reassigned to the same backend name on several paths).
+        // (`Val` has no equality; its debug text is one, as `push_distinct` uses it.)
+        let mut merged: Vec<(Vec<Pred>, String, Val)> = Vec::new();
+        for (guard, val) in out {
+            let key = format!("{val:?}");
+            match merged.iter_mut().find(|(_, k, _)| *k == key) {
+                Some((guards, _, _)) => guards.push(guard),
+                None => merged.push((vec![guard], key, val)),
+            }
+        }
+        out = merged
+            .into_iter()
+            .map(|(guards, _, val)| (Pred::or(guards), val))
+            .collect();
+    }
     if out.len() > MAX_CHOICE_ARMS
         || out.iter().map(|(g, _)| g.size()).sum::<usize>() > MAX_PRED_NODES
     {
