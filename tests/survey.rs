@@ -31,11 +31,12 @@ use serde_json::Value;
 /// in other modules and tuple unpacking: 356/392 = 0.908 (84/84) and 622/665 = 0.935
 /// (79/79); with device strings (`f"sm{major}{minor}" == "sm90"`): 360/392 = 0.918; with
 /// parameters fed device values by their callers (`gate::feed`) and comments after a `(`:
-/// 365/392 = 0.931 (84/84) and 642/665 = 0.965 (79/79).
+/// 365/392 = 0.931 (84/84) and 642/665 = 0.965 (79/79); with same-value arms joined past
+/// the arm limit: vllm 645/665 = 0.970.
 /// Issue 13's goal is 0.95 on both; the floors only keep recall
 /// from falling back while it is raised.
 const MIN_RECALL_SGLANG: f64 = 0.925;
-const MIN_RECALL_VLLM: f64 = 0.955;
+const MIN_RECALL_VLLM: f64 = 0.96;
 
 #[derive(Debug, Deserialize)]
 struct SurveySite {
