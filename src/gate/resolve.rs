@@ -104,6 +104,29 @@ pub struct Scope<'s> {
     pub locals: Locals<'s>,
 }
 
+impl<'s> Scope<'s> {
+    /// Where a statement of the module stands: inside `function` (its locals as bound before
+    /// `byte`, read from arm `branch`), or at module level.
+    pub fn at(
+        module: &'s SharedModule,
+        function: Option<usize>,
+        byte: usize,
+        branch: Option<usize>,
+    ) -> Scope<'s> {
+        Scope {
+            module,
+            locals: match function {
+                Some(function) => Locals::Site {
+                    function,
+                    byte,
+                    branch,
+                },
+                None => Locals::None,
+            },
+        }
+    }
+}
+
 pub struct Resolver<'a> {
     pub index: &'a ModuleIndex,
     pub rules: &'a Rules,
@@ -285,17 +308,7 @@ impl<'a> Resolver<'a> {
         // A device value passed on is found in a few steps; an argument that takes more is
         // not worth a candidate (this runs for thousands of calls).
         STEPS.with(|steps| steps.set(STEP_BUDGET - FEED_STEP_BUDGET));
-        let scope = Scope {
-            module,
-            locals: match site.function {
-                Some(function) => Locals::Site {
-                    function,
-                    byte: site.byte,
-                    branch: site.branch,
-                },
-                None => Locals::None,
-            },
-        };
+        let scope = Scope::at(module, site.function, site.byte, site.branch);
         let val = self.eval(arg, scope, 0);
         let _ = take_assumptions();
         feeds_device(&val)
@@ -824,17 +837,7 @@ impl<'a> Resolver<'a> {
             else {
                 continue;
             };
-            let scope = Scope {
-                module,
-                locals: match call.function {
-                    Some(function) => Locals::Site {
-                        function,
-                        byte: call.byte,
-                        branch: call.branch,
-                    },
-                    None => Locals::None,
-                },
-            };
+            let scope = Scope::at(module, call.function, call.byte, call.branch);
             let val = self.eval(arg, scope, depth + 1);
             let device = is_device(&val)
                 || matches!(&val, Val::Pred(p) if p.is_arch_dependent())

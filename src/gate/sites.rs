@@ -3,7 +3,7 @@
 
 use super::ir::{CmpOp, Expr, SharedModule, Site, SiteKind};
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
-use super::resolve::{Locals, Resolver, Scope, Val, reset_budget, take_assumptions, to_pred};
+use super::resolve::{Resolver, Scope, Val, reset_budget, take_assumptions, to_pred};
 
 /// A resolved gate inside one module, before it is placed in the report.
 #[derive(Debug, Clone)]
@@ -49,17 +49,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
 
 fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Option<(Pred, Form)> {
     reset_budget();
-    let scope = Scope {
-        module,
-        locals: match site.function {
-            Some(function) => Locals::Site {
-                function,
-                byte: site.byte,
-                branch: site.branch,
-            },
-            None => Locals::None,
-        },
-    };
+    let scope = Scope::at(module, site.function, site.byte, site.branch);
     // A site only reached where a platform fact fails on NVIDIA (`if is_hip():`) is not an
     // NVIDIA gate.
     for (guard, holds) in &site.guards {
