@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges_at};
+use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges_at, whole_word_starts};
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
@@ -328,7 +328,8 @@ pub fn scan_overlay(
                 // Edited text (apply's re-resolution) and file bytes go the same way.
                 let lower_bytes = |bytes: &[u8]| -> FileOutcome {
                     let Some((module, is_package)) = module_name(file) else {
-                        return if options.prefilter && !prefilter.hit(bytes) {
+                        let no_token = lowering.token_starts(bytes, &parameter_names, &[]).is_empty();
+                        return if options.prefilter && no_token {
                             FileOutcome::Nothing
                         } else {
                             skipped("skipped: not a Python module path".into())
@@ -547,17 +548,6 @@ pub fn scan_overlay(
     }
 }
 
-/// Where `name` occurs as a whole identifier in the text.
-fn word_starts(bytes: &[u8], name: &str) -> Vec<usize> {
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    memchr::memmem::find_iter(bytes, name.as_bytes())
-        .filter(|&at| {
-            let end = at + name.len();
-            (at == 0 || !ident(bytes[at - 1])) && (end >= bytes.len() || !ident(bytes[end]))
-        })
-        .collect()
-}
-
 /// How the scan turns a file's text into its IR: the prefilter, the chunking and the
 /// lowering, with the parameter names taken as the device's.
 struct FileLowering<'a> {
@@ -574,6 +564,28 @@ enum Lowered {
 }
 
 impl FileLowering<'_> {
+    /// Where the tokens occur: the prefilter's answer, and what chunking starts from.
+    fn token_starts(
+        &self,
+        bytes: &[u8],
+        parameter_names: &[String],
+        fed_names: &[String],
+    ) -> Vec<usize> {
+        let mut token_starts: Vec<usize> = self.prefilter.starts(bytes).collect();
+        let mut params = def_parameter_starts(bytes, parameter_names);
+        // A parameter fed the device's value is a token of its file: the chunking keeps what
+        // reads it, also through the attribute it is stored in (`self.fp8_kv_dequant`).
+        for name in fed_names {
+            params.extend(whole_word_starts(bytes, name));
+        }
+        if !params.is_empty() {
+            token_starts.extend(params);
+            token_starts.sort_unstable();
+            token_starts.dedup();
+        }
+        token_starts
+    }
+
     fn lower(
         &self,
         bytes: &[u8],
@@ -582,19 +594,7 @@ impl FileLowering<'_> {
         parameter_names: &[String],
         fed_names: &[String],
     ) -> Lowered {
-        // Where the tokens occur: the prefilter's answer, and what chunking starts from.
-        let mut token_starts: Vec<usize> = self.prefilter.starts(bytes).collect();
-        let mut params = def_parameter_starts(bytes, parameter_names);
-        // A parameter fed the device's value is a token of its file: the chunking keeps what
-        // reads it, also through the attribute it is stored in (`self.fp8_kv_dequant`).
-        for name in fed_names {
-            params.extend(word_starts(bytes, name));
-        }
-        if !params.is_empty() {
-            token_starts.extend(params);
-            token_starts.sort_unstable();
-            token_starts.dedup();
-        }
+        let token_starts = self.token_starts(bytes, parameter_names, fed_names);
         if self.options.prefilter && token_starts.is_empty() {
             return Lowered::Nothing;
         }

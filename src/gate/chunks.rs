@@ -1222,6 +1222,15 @@ fn is_identifier_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
+/// Where `name` occurs in the text as a whole identifier.
+pub(crate) fn whole_word_starts<'t>(
+    text: &'t [u8],
+    name: &'t str,
+) -> impl Iterator<Item = usize> + 't {
+    memchr::memmem::find_iter(text, name.as_bytes())
+        .filter(move |&start| is_whole_word(text, start, start + name.len()))
+}
+
 fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
     let before = start > 0 && is_identifier_byte(text[start - 1]);
     !before && !text.get(end).is_some_and(|c| is_identifier_byte(*c))

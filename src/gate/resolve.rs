@@ -135,15 +135,15 @@ pub struct Resolver<'a> {
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
     form_tokens: &'static Tokens,
     globals: Mutex<HashMap<(String, String), Option<Val>>>,
-    locals: Mutex<HashMap<LocalKey, Assumed>>,
+    locals: Memo<LocalKey, Val>,
     /// A binding read from a branch arm it is not in, joined with what came before it: by
     /// module, function, binding, the read's arm and the unpacking position.
     joins: Mutex<HashMap<JoinKey, Val>>,
     /// Function values by callee and arguments, with what was assumed computing them.
-    calls: Mutex<HashMap<(FuncRef, String), Assumed>>,
+    calls: Memo<(FuncRef, String), Val>,
     /// What a parameter's callers pass (module, function, position): `None` when none passes
     /// a device value. Read at every use of the parameter, so computed once.
-    passed: Mutex<HashMap<LocalKey, Option<Assumed>>>,
+    passed: Memo<LocalKey, Option<Val>>,
 }
 
 /// A local assignment: module, function, index of the assignment.
@@ -199,8 +199,39 @@ fn assumed_now() -> Vec<String> {
     ASSUMED.with(|assumed| assumed.borrow().iter().cloned().collect())
 }
 
-/// A value and what was assumed computing it (replayed on a cache hit).
-type Assumed = (Val, Vec<String>);
+/// A memo table: values by key, each with what was assumed computing it (`memoised`).
+type Memo<K, T> = Mutex<HashMap<K, (T, Vec<String>)>>;
+
+/// `compute`'s value, once per key of `table`: a hit replays what was assumed computing it,
+/// and a value computed while something was cut short (depth, budget, cycle) is not kept,
+/// because it depends on where the resolver stood. The table is not locked while computing
+/// (the computation reads it again).
+fn memoised<K: Eq + std::hash::Hash, T: Clone>(
+    table: &Memo<K, T>,
+    key: K,
+    compute: impl FnOnce() -> T,
+) -> T {
+    if let Some((val, assumed)) = table.lock().expect("no poisoned lock").get(&key) {
+        for phrase in assumed {
+            assume(phrase);
+        }
+        return val.clone();
+    }
+    let before = assumed_now();
+    let cuts_before = cuts();
+    let val = compute();
+    if cuts() == cuts_before {
+        let assumed: Vec<String> = assumed_now()
+            .into_iter()
+            .filter(|n| !before.contains(n))
+            .collect();
+        table
+            .lock()
+            .expect("no poisoned lock")
+            .insert(key, (val.clone(), assumed));
+    }
+    val
+}
 
 /// More arms than this in a guarded choice: the value is unknown.
 const MAX_CHOICE_ARMS: usize = 8;
@@ -729,66 +760,35 @@ impl<'a> Resolver<'a> {
             && ir.class.is_some();
         let arg_index = position - usize::from(has_receiver);
         let key = (std::sync::Arc::as_ptr(module) as usize, function, position);
-        let cached = self
-            .passed
-            .lock()
-            .expect("no poisoned lock")
-            .get(&key)
-            .cloned();
-        if let Some(passed) = cached {
-            if let Some((val, assumed)) = passed {
-                for name in &assumed {
-                    assume(name);
-                }
-                return val;
-            }
-        } else {
+        let from_callers = memoised(&self.passed, key, || {
             let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
             if !fresh {
                 cut();
+                return None;
             }
-            if fresh {
-                let before = assumed_now();
-                let cuts_before = cuts();
-                // A class is called by its name, and its `__init__` receives the arguments.
-                let called_as = match (bare, ir.class.as_deref()) {
-                    ("__init__", Some(class)) => class.rsplit('.').next().unwrap_or(class),
-                    _ => bare,
-                };
-                let top_level = ir.parent.is_none()
-                    && (ir.class.is_none()
-                        || (bare == "__init__" && ir.class.as_deref() == Some(called_as)));
-                let from_callers = self
-                    .callers_pass(module, called_as, arg_index, &param.name, depth)
-                    .or_else(|| {
-                        // A module-level function (or class) is called from other modules too.
-                        top_level
-                            .then(|| {
-                                self.importers_pass(
-                                    module,
-                                    called_as,
-                                    arg_index,
-                                    &param.name,
-                                    depth,
-                                )
-                            })
-                            .flatten()
-                    });
-                PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-                if cuts() == cuts_before {
-                    let assumed: Vec<String> = assumed_now()
-                        .into_iter()
-                        .filter(|n| !before.contains(n))
-                        .collect();
-                    self.passed
-                        .lock()
-                        .expect("no poisoned lock")
-                        .insert(key, from_callers.clone().map(|v| (v, assumed)));
-                }
-                if let Some(val) = from_callers {
-                    return val;
-                }
-            }
+            // A class is called by its name, and its `__init__` receives the arguments.
+            let called_as = match (bare, ir.class.as_deref()) {
+                ("__init__", Some(class)) => class.rsplit('.').next().unwrap_or(class),
+                _ => bare,
+            };
+            let top_level = ir.parent.is_none()
+                && (ir.class.is_none()
+                    || (bare == "__init__" && ir.class.as_deref() == Some(called_as)));
+            let passed = self
+                .callers_pass(module, called_as, arg_index, &param.name, depth)
+                .or_else(|| {
+                    // A module-level function (or class) is called from other modules too.
+                    top_level
+                        .then(|| {
+                            self.importers_pass(module, called_as, arg_index, &param.name, depth)
+                        })
+                        .flatten()
+                });
+            PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+            passed
+        });
+        if let Some(val) = from_callers {
+            return val;
         }
         let is_str = param
             .annotation
@@ -887,34 +887,10 @@ impl<'a> Resolver<'a> {
         depth: u32,
     ) -> Val {
         let key = (std::sync::Arc::as_ptr(module) as usize, function, index);
-        if let Some((val, assumed)) = self.locals.lock().expect("no poisoned lock").get(&key) {
-            for name in assumed {
-                assume(name);
-            }
-            return val.clone();
-        }
-        let before = assumed_now();
-        let cuts_before = cuts();
-        let inner = Scope {
-            module,
-            locals: Locals::Site {
-                function,
-                byte: assign.byte,
-                branch: assign.branch,
-            },
-        };
-        let val = self.eval(&assign.value, inner, depth + 1);
-        if cuts() == cuts_before {
-            let assumed: Vec<String> = assumed_now()
-                .into_iter()
-                .filter(|n| !before.contains(n))
-                .collect();
-            self.locals
-                .lock()
-                .expect("no poisoned lock")
-                .insert(key, (val.clone(), assumed));
-        }
-        val
+        memoised(&self.locals, key, || {
+            let inner = Scope::at(module, Some(function), assign.byte, assign.branch);
+            self.eval(&assign.value, inner, depth + 1)
+        })
     }
 
     /// The value of `module.name`, following re-exports and star imports; `None` if absent.
@@ -1504,63 +1480,46 @@ impl<'a> Resolver<'a> {
             ));
         };
         let memo_key = (func.clone(), format!("{args:?}{kwargs:?}"));
-        if let Some((val, assumed)) = self.calls.lock().expect("no poisoned lock").get(&memo_key) {
-            for phrase in assumed {
-                assume(phrase);
-            }
-            return val.clone();
-        }
-        let before = assumed_now();
-        let cuts_before = cuts();
-        let mut env = HashMap::new();
-        for (i, param) in function.params.iter().enumerate() {
-            let value = args
-                .get(i)
-                .cloned()
-                .or_else(|| {
-                    kwargs
-                        .iter()
-                        .find(|(k, _)| *k == param.name)
-                        .map(|(_, v)| v.clone())
-                })
-                .or_else(|| {
-                    param.default.as_ref().map(|d| {
-                        let scope = Scope {
-                            module: &ir,
-                            locals: Locals::None,
-                        };
-                        self.eval(d, scope, depth + 1)
+        memoised(&self.calls, memo_key, || {
+            let mut env = HashMap::new();
+            for (i, param) in function.params.iter().enumerate() {
+                let value = args
+                    .get(i)
+                    .cloned()
+                    .or_else(|| {
+                        kwargs
+                            .iter()
+                            .find(|(k, _)| *k == param.name)
+                            .map(|(_, v)| v.clone())
                     })
-                })
-                .or_else(|| receiver_value(&ir, function, i))
-                .unwrap_or_else(|| param_value(param));
-            env.insert(param.name.clone(), value);
-        }
-        let mut returns = Vec::new();
-        let falls_through = self.exec(
-            body,
-            &mut env,
-            Pred::Const(true),
-            &ir,
-            &mut returns,
-            func,
-            depth + 1,
-        );
-        if falls_through != Pred::Const(false) {
-            returns.push((falls_through, Val::NoneV));
-        }
-        let val = relabel(combine_returns(returns, func), Form::HelperCall);
-        if cuts() == cuts_before {
-            let assumed: Vec<String> = assumed_now()
-                .into_iter()
-                .filter(|n| !before.contains(n))
-                .collect();
-            self.calls
-                .lock()
-                .expect("no poisoned lock")
-                .insert(memo_key, (val.clone(), assumed));
-        }
-        val
+                    .or_else(|| {
+                        param.default.as_ref().map(|d| {
+                            let scope = Scope {
+                                module: &ir,
+                                locals: Locals::None,
+                            };
+                            self.eval(d, scope, depth + 1)
+                        })
+                    })
+                    .or_else(|| receiver_value(&ir, function, i))
+                    .unwrap_or_else(|| param_value(param));
+                env.insert(param.name.clone(), value);
+            }
+            let mut returns = Vec::new();
+            let falls_through = self.exec(
+                body,
+                &mut env,
+                Pred::Const(true),
+                &ir,
+                &mut returns,
+                func,
+                depth + 1,
+            );
+            if falls_through != Pred::Const(false) {
+                returns.push((falls_through, Val::NoneV));
+            }
+            relabel(combine_returns(returns, func), Form::HelperCall)
+        })
     }
 
     /// Runs statements abstractly, collecting `(path condition, returned value)`; returns the
