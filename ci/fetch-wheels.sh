@@ -18,6 +18,8 @@ pins=(
   # vllm with the flashinfer it pins.
   "vllm==0.33.0"
   "flashinfer-python==0.7.2.post1"
+  # A triton with a CUDA 12.8 ptxas: Triton kernels' verdicts read its bundled ptxas.
+  "triton==3.5.1"
 )
 for pin in "${pins[@]}"; do
   name="${pin%%==*}"; version="${pin##*==}"

@@ -100,6 +100,7 @@ struct NeedsToml {
     dist: Option<String>,
     cubin_table: Option<String>,
     dsl: Option<String>,
+    triton: Option<String>,
 }
 
 impl NeedsToml {
@@ -110,6 +111,7 @@ impl NeedsToml {
             self.dist,
             self.cubin_table,
             self.dsl,
+            self.triton,
         )
     }
 }

@@ -136,8 +136,16 @@ fn counts(name: &str, doc: &Value) -> (usize, usize) {
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn decided_share_and_stop_reasons_at_sm120() {
-    let sglang = audit(wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-py"]).path());
-    let (decided, admitted) = counts("sglang 0.5.23 + flashinfer 0.7.2", &sglang);
+    // With the triton these stacks run (its bundled ptxas decides where Triton kernels build).
+    let sglang = audit(
+        wheel_site(&[
+            "sglang-0.5.23-",
+            "flashinfer_python-0.7.2-py",
+            "triton-3.5.1-",
+        ])
+        .path(),
+    );
+    let (decided, admitted) = counts("sglang 0.5.23 + flashinfer 0.7.2 + triton 3.5.1", &sglang);
     // 110 of 1,959 (5.6%) on 2026-12-01 with L5 (CuTe DSL admission); 92 before it.
     assert!(decided >= 110, "{decided}/{admitted}");
     // L5 decides: flashinfer's SM100 GDN prefill builds tcgen05 MMAs (through the kernel class
@@ -186,8 +194,15 @@ fn decided_share_and_stop_reasons_at_sm120() {
         "{:#?}",
         evidence(grouped)
     );
-    let vllm = audit(wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]).path());
-    let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1", &vllm);
+    let vllm = audit(
+        wheel_site(&[
+            "vllm-0.33.0-",
+            "flashinfer_python-0.7.2.post1-",
+            "triton-3.5.1-",
+        ])
+        .path(),
+    );
+    let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1 + triton 3.5.1", &vllm);
     // 76 of 1,746 (4.4%) on 2026-12-01 with L5; 65 before it.
     assert!(decided >= 76, "{decided}/{admitted}");
 }

@@ -506,3 +506,91 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
         "{evidence:#?}"
     );
 }
+
+/// Paths to kernels that are not native libraries (`testdata/sites/paths/mylib/ops.py`): a
+/// Triton launch judged by the ptxas the installed triton bundles, a JIT spec without an arch
+/// list (built for the device), a branch that only sets values (the code after it decides),
+/// and an alternative picked on a free condition (it does not make the path a trap).
+#[test]
+fn paths_to_triton_and_generic_jit_kernels() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/paths");
+    let run = |site: &Path| -> Value {
+        let out = audit(
+            site,
+            &[
+                "--format",
+                "json",
+                "--fail-on",
+                "none",
+                "-t",
+                "sm_90",
+                "-t",
+                "sm_120",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let doc = run(&site);
+    let table: Vec<(&str, u64, &str, &str)> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap(),
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_90"].as_str().unwrap(),
+                g["verdict"]["sm_120"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        table,
+        vec![
+            ("flashinfer/jit/kernels.py", 16, "wall", "wall"),
+            // major >= 9 → a @triton.jit kernel: triton 3.5.1's ptxas is CUDA 12.8.
+            ("mylib/ops.py", 26, "open", "open"),
+            // major == 9 only picks a block size; the autotuned kernel after it runs anyway.
+            ("mylib/ops.py", 33, "open", "opportunity"),
+            // major >= 10 → a generic JIT spec; the SM100 module is an alternative on
+            // `backend == "sm100"`, so the path stays runnable at sm_120.
+            ("mylib/ops.py", 46, "opportunity", "open"),
+            // major >= 10 → the SM100 module itself: no SM12x build.
+            ("mylib/ops.py", 52, "wall", "trap"),
+        ]
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 26);
+    assert!(
+        evidence.iter().any(|e| e
+            == "L6 toolchain yes: builds sm_120a with CUDA 12.8 (triton/backends/nvidia/bin/ptxas of triton 3.5.1)"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 33);
+    assert!(
+        evidence[1].contains("sets values the code after it uses"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 46);
+    assert!(
+        evidence.iter().any(|e| e.starts_with(
+            "an alternative on another condition needs JIT generator flashinfer.jit.kernels:gen_sm100_module: MISSING at sm_120"
+        )),
+        "{evidence:#?}"
+    );
+
+    // Without triton in the site, a Triton kernel's coverage is unknown, and says why.
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&site, tmp.path());
+    std::fs::remove_dir_all(tmp.path().join("triton")).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("triton-3.5.1.dist-info")).unwrap();
+    let doc = run(tmp.path());
+    let (verdict, evidence) = verdict_at(&doc, "mylib/ops.py", 26);
+    assert_eq!(verdict, "unverified");
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains("triton is not installed in the site")),
+        "{evidence:#?}"
+    );
+}

@@ -36,6 +36,12 @@ pub struct LayerRuleFile {
     #[serde(default)]
     nvcc_dists: Vec<String>,
     #[serde(default)]
+    triton_decorators: Vec<String>,
+    #[serde(default)]
+    triton_dists: Vec<String>,
+    #[serde(default)]
+    triton_ptxas: Vec<String>,
+    #[serde(default)]
     source_dir: Vec<SourceDirRule>,
     #[serde(default)]
     check: Vec<CheckRule>,
@@ -112,6 +118,11 @@ pub struct LayerRules {
     pub include_dirs: Vec<String>,
     pub external_include_dirs: Vec<String>,
     pub nvcc_dists: Vec<String>,
+    /// Decorators that make a def a Triton kernel (`triton.jit`).
+    pub triton_decorators: Vec<String>,
+    /// The distributions that install triton, and where each bundles its ptxas.
+    pub triton_dists: Vec<String>,
+    pub triton_ptxas: Vec<String>,
     pub checks: Vec<(String, CheckShape)>,
     pub sm_names: Vec<(String, Holds)>,
     pub sm_constants: Vec<String>,
@@ -135,6 +146,9 @@ impl LayerRules {
         self.external_include_dirs
             .extend(file.external_include_dirs);
         self.nvcc_dists.extend(file.nvcc_dists);
+        self.triton_decorators.extend(file.triton_decorators);
+        self.triton_dists.extend(file.triton_dists);
+        self.triton_ptxas.extend(file.triton_ptxas);
         for dir in file.source_dir {
             self.source_dirs.push((dir.name, dir.path));
         }

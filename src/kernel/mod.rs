@@ -24,6 +24,7 @@ pub mod preproc;
 mod ptx;
 pub mod query;
 pub mod sources;
+pub mod triton;
 
 pub use error::{FileError, ParseError};
 pub use fatbin::{MAGIC as FATBIN_MAGIC, MAX_CONTAINERS, MAX_ENTRIES};

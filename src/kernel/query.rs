@@ -12,6 +12,7 @@ use super::layers::{
 };
 use super::load::{Coverage, coverage as file_coverage};
 use super::model::FileInventory;
+use super::triton::{self, TritonInstall};
 use crate::arch::Arch;
 use crate::scan::ScanResult;
 use crate::site::Site;
@@ -30,39 +31,46 @@ pub enum Requirement {
     /// A CuTe DSL kernel, `<module>` or `<module>:<Kernel>` (a top-level class or function),
     /// judged by the `admissible_archs` of the ops it builds (`kernel::dsl`).
     Dsl(String),
+    /// A Triton kernel, `<module>:<function>` (a `@triton.jit` def), compiled at launch by
+    /// the installed triton (`kernel::triton`).
+    Triton(String),
 }
 
 impl Requirement {
     /// From the fields of a TOML `kernel`/`needs` table: exactly one of `jit`
     /// (`module:function`), `library` (a glob, with an optional `dist`), `cubin_table`
-    /// (`module:NAME`) or `dsl` (a module).
+    /// (`module:NAME`), `dsl` (a module) or `triton` (`module:function`).
     pub fn from_parts(
         jit: Option<String>,
         library: Option<String>,
         dist: Option<String>,
         cubin_table: Option<String>,
         dsl: Option<String>,
+        triton: Option<String>,
     ) -> Result<Requirement, String> {
         let module_item = |text: &str| {
             text.split_once(':')
                 .is_some_and(|(m, f)| !m.is_empty() && !f.is_empty())
         };
-        match (jit, library, cubin_table, dsl) {
-            (Some(jit), None, None, None) if module_item(&jit) && dist.is_none() => {
+        match (jit, library, cubin_table, dsl, triton) {
+            (Some(jit), None, None, None, None) if module_item(&jit) && dist.is_none() => {
                 Ok(Requirement::Jit(jit))
             }
-            (None, Some(glob), None, None) => Ok(Requirement::Library { dist, glob }),
-            (None, None, Some(table), None) if module_item(&table) && dist.is_none() => {
+            (None, Some(glob), None, None, None) => Ok(Requirement::Library { dist, glob }),
+            (None, None, Some(table), None, None) if module_item(&table) && dist.is_none() => {
                 Ok(Requirement::CubinTable(table))
             }
-            (None, None, None, Some(kernel))
+            (None, None, None, Some(kernel), None)
                 if !kernel.is_empty() && !kernel.starts_with(':') && dist.is_none() =>
             {
                 Ok(Requirement::Dsl(kernel))
             }
+            (None, None, None, None, Some(kernel)) if module_item(&kernel) && dist.is_none() => {
+                Ok(Requirement::Triton(kernel))
+            }
             _ => Err("a kernel is exactly one of { jit = \"module:function\" }, \
-                 { library = \"glob\", dist = \"...\" }, { cubin_table = \"module:NAME\" } \
-                 or { dsl = \"module[:Kernel]\" }"
+                 { library = \"glob\", dist = \"...\" }, { cubin_table = \"module:NAME\" }, \
+                 { dsl = \"module[:Kernel]\" } or { triton = \"module:function\" }"
                 .into()),
         }
     }
@@ -77,6 +85,7 @@ impl Requirement {
             },
             Requirement::CubinTable(id) => format!("cubin table {id}"),
             Requirement::Dsl(module) => format!("CuTe DSL kernel {module}"),
+            Requirement::Triton(id) => format!("Triton kernel {id}"),
         }
     }
 }
@@ -108,6 +117,8 @@ pub struct KernelIndex {
     /// CuTe DSL ops and the modules that build them (filled by callers that read the site's
     /// Python text: the verdicts).
     pub dsl: DslIndex,
+    /// The site's triton, looked for on the first Triton kernel asked about.
+    triton: std::sync::OnceLock<Option<TritonInstall>>,
 }
 
 impl KernelIndex {
@@ -131,6 +142,7 @@ impl KernelIndex {
             layer_rules: LayerRules::embedded().clone(),
             cuda: None,
             dsl: DslIndex::default(),
+            triton: std::sync::OnceLock::new(),
         }
     }
 
@@ -181,6 +193,18 @@ impl KernelIndex {
             }
             Requirement::CubinTable(id) => binary_only(self.cubin_coverage(id, target)),
             Requirement::Dsl(module) => self.dsl_layers(module, target),
+            Requirement::Triton(id) => {
+                let install = self
+                    .triton
+                    .get_or_init(|| triton::find(site, &self.layer_rules));
+                let layers = triton::layers(install.as_ref(), id, target, &self.layer_rules);
+                let listed = Answer::Covered {
+                    how: "Triton".into(),
+                    evidence: Vec::new(),
+                };
+                let answer = combined(&layers, &listed);
+                LayeredAnswer { layers, answer }
+            }
         }
     }
 

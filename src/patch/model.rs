@@ -208,6 +208,7 @@ struct KernelToml {
     dist: Option<String>,
     cubin_table: Option<String>,
     dsl: Option<String>,
+    triton: Option<String>,
 }
 
 // ----- Loading and validation ---------------------------------------------------------------
@@ -470,6 +471,7 @@ fn validate_requirement(
         kernel.dist,
         kernel.cubin_table,
         kernel.dsl,
+        kernel.triton,
     )
     .map_err(|message| at(span, message))
 }
@@ -555,6 +557,7 @@ impl Patch {
                 Requirement::Jit(id) => format!("jit = {}", q(id)),
                 Requirement::CubinTable(id) => format!("cubin_table = {}", q(id)),
                 Requirement::Dsl(module) => format!("dsl = {}", q(module)),
+                Requirement::Triton(id) => format!("triton = {}", q(id)),
                 Requirement::Library { dist, glob } => match dist {
                     Some(dist) => format!("library = {}, dist = {}", q(glob), q(dist)),
                     None => format!("library = {}", q(glob)),

@@ -4,7 +4,7 @@
 //! files a link search visits again, and parses only the statements it needs: the imports,
 //! and the one definition or statement that holds a gate or a callee. No tree is kept.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -28,6 +28,56 @@ pub struct Facts {
     /// The branch starts by raising: the gate guards an error, and the path it protects is
     /// the code after it (`if not (is_sm90 or is_sm100): raise ...`).
     pub raises: bool,
+    /// Calls met only under a condition of their own inside this code (an `if` arm, a
+    /// conditional expression, an `except`, the right side of `and`/`or`): alternatives the
+    /// code picks on some other condition, not what it always runs.
+    pub conditional_calls: BTreeSet<String>,
+    /// The same for the strings.
+    pub conditional_strings: BTreeSet<String>,
+}
+
+impl Facts {
+    /// Records a call; met once unconditionally, it is no longer an alternative.
+    fn add_call(&mut self, call: String, conditional: bool) {
+        if !conditional {
+            self.conditional_calls.remove(&call);
+        }
+        if !self.calls.contains(&call) {
+            if conditional {
+                self.conditional_calls.insert(call.clone());
+            }
+            self.calls.push(call);
+        }
+    }
+
+    fn add_string(&mut self, word: String, conditional: bool) {
+        if !conditional {
+            self.conditional_strings.remove(&word);
+        }
+        if !self.strings.contains(&word) {
+            if conditional {
+                self.conditional_strings.insert(word.clone());
+            }
+            self.strings.push(word);
+        }
+    }
+
+    /// Adds what `more` leads to (statements that run one after the other).
+    fn extend(&mut self, more: Facts) {
+        for call in more.calls {
+            let conditional = more.conditional_calls.contains(&call);
+            self.add_call(call, conditional);
+        }
+        for word in more.strings {
+            let conditional = more.conditional_strings.contains(&word);
+            self.add_string(word, conditional);
+        }
+        for store in more.stores {
+            if !self.stores.contains(&store) {
+                self.stores.push(store);
+            }
+        }
+    }
 }
 
 /// A flag a path can set, by how other code reads it back.
@@ -417,6 +467,142 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     raise_guarded(parent, src)
 }
 
+/// The code after a gated branch that falls through (it neither returns, raises, breaks nor
+/// continues): a branch that only sets values (`q_stage = 1`, `tile = 128`) configures what
+/// runs next, so the statements after its `if`, in its block and in the blocks around it up
+/// to the function, are what the gate really decides. Nested branches there are alternatives.
+pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
+    let src = &parsed.src;
+    let start = cache.byte_of(src, gate.line, gate.column)?;
+    let end = cache.byte_of(src, gate.end_line, gate.end_column)?;
+    let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
+    let tree = cache.tree(src, [around, after].concat())?;
+    let (parent, branch) = branch_of(tree, start, end)?;
+    let picks_value = parent.kind() == "conditional_expression";
+    if !(picks_value || matches!(parent.kind(), "if_statement" | "elif_clause")) || exits(branch) {
+        return None;
+    }
+    let mut found = Facts::default();
+    let mut budget = MAX_BODY_BYTES;
+    let mut statement = parent;
+    loop {
+        // Up to the statement that stands in a block (an `elif` stands in its `if`).
+        while let Some(up) = statement.parent() {
+            if matches!(up.kind(), "block" | "module") {
+                break;
+            }
+            if matches!(up.kind(), "function_definition" | "class_definition") {
+                return Some(found);
+            }
+            statement = up;
+        }
+        let mut next = statement.next_named_sibling();
+        while let Some(sibling) = next {
+            next = sibling.next_named_sibling();
+            if matches!(
+                sibling.kind(),
+                "function_definition" | "class_definition" | "decorated_definition" | "comment"
+            ) {
+                continue;
+            }
+            let size = sibling.byte_range().len();
+            if size > budget {
+                return Some(found);
+            }
+            budget -= size;
+            found.extend(facts(sibling, src));
+            if exits(sibling) {
+                return Some(found);
+            }
+        }
+        // Out of this block: the code after the statement that holds it runs next.
+        let Some(block) = statement.parent().filter(|b| b.kind() == "block") else {
+            return Some(found);
+        };
+        let Some(owner) = block.parent() else {
+            return Some(found);
+        };
+        if matches!(owner.kind(), "function_definition" | "class_definition") {
+            return Some(found);
+        }
+        statement = owner;
+    }
+}
+
+/// Whether the definition at `start` (its `def` keyword or its first decorator) carries one of
+/// `decorators` (`triton.jit`): read from the decorator lines right above the `def`.
+pub fn decorated_with(src: &[u8], start: usize, decorators: &[String]) -> bool {
+    let limit = src.len().min(start + 8192);
+    let Some(def_at) = find_def(&src[start..limit]).map(|i| start + i) else {
+        return false;
+    };
+    let line_start = |at: usize| memchr::memrchr(b'\n', &src[..at]).map_or(0, |i| i + 1);
+    let def_line = line_start(def_at);
+    let indent = |line: &[u8]| line.iter().take_while(|b| **b == b' ').count();
+    let def_indent = indent(&src[def_line..def_at]);
+    // Back from the `def` over its decorators; lines indented deeper (a decorator's arguments
+    // over several lines) count only once an `@` line above them confirms them.
+    let mut confirmed = def_line;
+    let mut at = def_line;
+    for _ in 0..200 {
+        if at == 0 {
+            break;
+        }
+        let previous = line_start(at - 1);
+        let line = &src[previous..at - 1];
+        let trimmed = line.trim_ascii_start();
+        if trimmed.is_empty() {
+            break;
+        }
+        let depth = indent(line);
+        if depth == def_indent && trimmed.starts_with(b"@") {
+            confirmed = previous;
+        } else if !(depth > def_indent
+            || depth == def_indent && matches!(trimmed[0], b')' | b']' | b'}'))
+        {
+            break;
+        }
+        at = previous;
+    }
+    let region = &src[confirmed..def_at];
+    decorators.iter().any(|name| {
+        let marker = format!("@{name}");
+        memchr::memmem::find_iter(region, marker.as_bytes()).any(|i| {
+            let after = region.get(i + marker.len()).copied();
+            !after.is_some_and(|b| b == b'_' || b == b'.' || b.is_ascii_alphanumeric())
+        })
+    })
+}
+
+/// The offset of the first `def ` keyword that starts a line's code.
+fn find_def(text: &[u8]) -> Option<usize> {
+    memchr::memmem::find_iter(text, b"def ").find(|&i| {
+        let lead = &text[memchr::memrchr(b'\n', &text[..i]).map_or(0, |j| j + 1)..i];
+        lead.iter().all(|b| *b == b' ') || lead.trim_ascii() == b"async"
+    })
+}
+
+/// Whether a block (or a statement) ends by leaving it: `return`, `raise`, `break`, `continue`.
+fn exits(node: Node) -> bool {
+    let last = if node.kind() == "block" {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node
+            .named_children(&mut cursor)
+            .filter(|n| n.kind() != "comment")
+            .collect();
+        match children.last() {
+            Some(last) => *last,
+            None => return false,
+        }
+    } else {
+        node
+    };
+    matches!(
+        last.kind(),
+        "return_statement" | "raise_statement" | "break_statement" | "continue_statement"
+    )
+}
+
 /// The statement or expression a gate at `start..end` is the condition of, and its branch.
 fn branch_of(tree: &Tree, start: usize, end: usize) -> Option<(Node<'_>, Node<'_>)> {
     let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
@@ -470,22 +656,7 @@ pub(crate) fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
             break;
         }
         budget -= size;
-        let more = facts(sibling, src);
-        for call in more.calls {
-            if !found.calls.contains(&call) {
-                found.calls.push(call);
-            }
-        }
-        for word in more.strings {
-            if !found.strings.contains(&word) {
-                found.strings.push(word);
-            }
-        }
-        for store in more.stores {
-            if !found.stores.contains(&store) {
-                found.stores.push(store);
-            }
-        }
+        found.extend(facts(sibling, src));
     }
     Some(found)
 }
@@ -595,16 +766,18 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
     if node.byte_range().len() > MAX_BODY_BYTES {
         return out;
     }
-    let mut stack = vec![node];
-    // `op = a.f if c else g` then `op(...)`: a local that names functions.
-    let mut aliases: Vec<(String, Vec<String>)> = Vec::new();
+    // Each node with whether it runs only under a condition of its own inside `node`.
+    let mut stack = vec![(node, false)];
+    // `op = a.f if c else g` then `op(...)`: a local that names functions (each value with
+    // whether it is one arm of a choice).
+    let mut aliases: Vec<(String, Vec<(String, bool)>)> = Vec::new();
     let squeeze = |n: Node| -> String {
         text(n, src)
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect()
     };
-    while let Some(n) = stack.pop() {
+    while let Some((n, conditional)) = stack.pop() {
         if out.calls.len() + out.strings.len() >= MAX_FACTS {
             break;
         }
@@ -621,21 +794,21 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
                             .and_then(|a| a.named_child(0))
                         && matches!(first.kind(), "identifier" | "attribute")
                     {
-                        let target = squeeze(first);
-                        if !out.calls.contains(&target) {
-                            out.calls.push(target);
-                        }
+                        out.add_call(squeeze(first), conditional);
                     }
-                    if !out.calls.contains(&callee) {
-                        out.calls.push(callee);
-                    }
+                    out.add_call(callee, conditional);
+                } else if let Some(function) = n.child_by_field_name("function")
+                    && function.kind() == "subscript"
+                    && let Some(kernel) = function.child_by_field_name("value")
+                    && matches!(kernel.kind(), "identifier" | "attribute")
+                {
+                    // `kernel[grid](...)`: a Triton launch calls the kernel.
+                    out.add_call(squeeze(kernel), conditional);
                 }
             }
             "string" if is_value_position(n) => {
-                if let Some(word) = plain_word(n, src)
-                    && !out.strings.contains(&word)
-                {
-                    out.strings.push(word);
+                if let Some(word) = plain_word(n, src) {
+                    out.add_string(word, conditional);
                 }
             }
             "assignment" => {
@@ -645,15 +818,17 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
                 ) && left.kind() == "identifier"
                 {
                     let mut values = Vec::new();
-                    let mut pending = vec![right];
-                    while let Some(v) = pending.pop() {
+                    let mut pending = vec![(right, false)];
+                    while let Some((v, arm)) = pending.pop() {
                         match v.kind() {
-                            "identifier" | "attribute" => values.push(squeeze(v)),
+                            "identifier" | "attribute" => values.push((squeeze(v), arm)),
                             "conditional_expression" => {
-                                pending.extend(v.named_child(0));
-                                pending.extend(v.named_child(2));
+                                pending.extend(v.named_child(0).map(|c| (c, true)));
+                                pending.extend(v.named_child(2).map(|c| (c, true)));
                             }
-                            "parenthesized_expression" => pending.extend(v.named_child(0)),
+                            "parenthesized_expression" => {
+                                pending.extend(v.named_child(0).map(|c| (c, arm)))
+                            }
                             _ => {}
                         }
                     }
@@ -675,18 +850,40 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
         }
         let mut cursor = n.walk();
         let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
+        stack.extend(
+            children
+                .into_iter()
+                .rev()
+                .map(|child| (child, conditional || runs_on_condition(n, child))),
+        );
     }
     for (name, values) in aliases {
         if out.calls.contains(&name) {
-            for value in values {
-                if !out.calls.contains(&value) {
-                    out.calls.push(value);
-                }
+            let called_on_condition = out.conditional_calls.contains(&name);
+            for (value, arm) in values {
+                out.add_call(value, called_on_condition || arm);
             }
         }
     }
     out
+}
+
+/// Whether `child` of `parent` runs only when a condition inside the code holds: the arms of
+/// an `if` (not its test), of a conditional expression, of a `match`, an `except` handler, the
+/// right side of `and`/`or`.
+fn runs_on_condition(parent: Node, child: Node) -> bool {
+    let is_field = |field: &str| {
+        parent
+            .child_by_field_name(field)
+            .is_some_and(|c| c.id() == child.id())
+    };
+    match parent.kind() {
+        "if_statement" | "elif_clause" => !is_field("condition"),
+        "conditional_expression" => parent.named_child(1).map(|c| c.id()) != Some(child.id()),
+        "boolean_operator" => is_field("right"),
+        "except_clause" | "case_clause" => true,
+        _ => false,
+    }
 }
 
 /// The flag an assignment sets to a true value: `x.attr = True` (an attribute),
@@ -866,6 +1063,47 @@ mod tests {
         assert_eq!(
             body_facts(&parsed, "f").unwrap().strings,
             ["mnnvl", "trtllm"]
+        );
+    }
+}
+#[cfg(test)]
+mod conditional_tests {
+    use super::*;
+
+    #[test]
+    fn calls_under_an_arm_are_alternatives() {
+        let src = b"def f(backend):\n    x = setup()\n    if backend == 'a':\n        m = get_a()\n    elif backend == 'b':\n        m = get_b()\n    else:\n        m = get_c() or fallback()\n    return m\n".to_vec();
+        let parsed = index_module("m", false, src);
+        let facts = body_facts(&parsed, "f").unwrap();
+        assert_eq!(
+            facts.calls,
+            ["setup", "get_a", "get_b", "get_c", "fallback"]
+        );
+        let conditional: Vec<&str> = facts.conditional_calls.iter().map(String::as_str).collect();
+        assert_eq!(conditional, ["fallback", "get_a", "get_b", "get_c"]);
+    }
+
+    #[test]
+    fn triton_decorators_are_read_above_the_def() {
+        let decorators = vec!["triton.jit".to_string(), "triton.autotune".to_string()];
+        let src = b"@triton.jit\ndef a(x):\n    return x\ndef b(x):\n    pass\n\n@triton.autotune(\n    configs=[],\n    key=['n'],\n)\n@other\ndef c(x):\n    pass\n\n@triton.jitter\ndef d():\n    pass\n";
+        let at = |name: &str| {
+            let needle = format!("def {name}(");
+            memchr::memmem::find(src, needle.as_bytes()).unwrap()
+        };
+        assert!(decorated_with(src, at("a"), &decorators));
+        assert!(
+            !decorated_with(src, at("b"), &decorators),
+            "the decorator above the previous def is not b's"
+        );
+        assert!(
+            decorated_with(src, at("c"), &decorators),
+            "over several lines"
+        );
+        assert!(!decorated_with(src, at("d"), &decorators), "a longer name");
+        assert!(
+            decorated_with(src, 0, &decorators),
+            "from the decorator itself"
         );
     }
 }

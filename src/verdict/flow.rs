@@ -69,8 +69,7 @@ pub struct Reader<'a> {
 struct Place<'t> {
     parsed: &'t Parsed,
     path: &'t str,
-    /// Walking a gate's own value: a helper that returns it is not followed to its calls
-    /// (each call is a gate of its own, with its own verdict).
+    /// Walking a gate's own value: a helper that returns it is not followed to its calls.
     gate: bool,
 }
 
@@ -326,6 +325,8 @@ impl Reader<'_> {
                     return;
                 }
                 "return_statement" if place.gate && depth == 0 => {
+                    // A predicate helper's own definition is not what a user opens: each of
+                    // its calls is a gate with its own verdict (and its own fix).
                     out.push(Hop::Stop(format!(
                         "{}:{} a helper returns the gate: its calls are gates of their own",
                         place.path,

@@ -183,11 +183,48 @@ fn blocking_guard(
     })
 }
 
-/// What the kernels of a path add up to at a target: all present, one missing, or unknown.
+/// What the kernels of a path add up to at a target: all present, one missing, or unknown
+/// (`None` before any is seen).
+#[derive(Clone, Copy)]
 enum Kernel {
+    None,
     Present,
     Missing,
     Unknown,
+}
+
+/// The kernels of the alternatives a path picks among on other conditions.
+#[derive(Default)]
+struct Alternatives {
+    present: usize,
+    missing: usize,
+    unknown: usize,
+}
+
+impl Alternatives {
+    /// One present alternative keeps the path runnable; only every one missing leaves none.
+    fn any(&self) -> Kernel {
+        if self.present > 0 {
+            Kernel::Present
+        } else if self.unknown > 0 {
+            Kernel::Unknown
+        } else if self.missing > 0 {
+            Kernel::Missing
+        } else {
+            Kernel::None
+        }
+    }
+}
+
+impl Kernel {
+    /// Joins one more kernel in: missing beats unknown beats present.
+    fn add(&mut self, next: Kernel) {
+        *self = match (*self, next) {
+            (Kernel::Missing, _) | (_, Kernel::Missing) => Kernel::Missing,
+            (Kernel::Unknown, _) | (_, Kernel::Unknown) => Kernel::Unknown,
+            _ => Kernel::Present,
+        };
+    }
 }
 
 fn verdict(
@@ -261,27 +298,62 @@ fn verdict(
             evidence,
         };
     }
-    let mut kernel = Kernel::Present;
+    // What the path always runs decides; alternatives it picks on other conditions (a kernel
+    // reached only through an `if` arm of a callee) decide only when nothing else does: one
+    // present alternative keeps the path runnable, every alternative missing leaves it none.
+    let mut always = Kernel::None;
+    let mut alternatives = Alternatives::default();
+    let mut missing_alternatives = Vec::new();
     for link in &links {
-        evidence.extend(link.chain.iter().cloned());
         let answer = index.coverage(&link.needs, target, site);
         let words = link.needs.words();
         match answer {
             Answer::Covered { how, evidence: e } => {
+                evidence.extend(link.chain.iter().cloned());
                 evidence.push(format!("needs {words}: present at {target} ({how})"));
                 evidence.extend(e);
-            }
-            Answer::NotCovered { evidence: e } => {
-                evidence.push(format!("needs {words}: MISSING at {target}"));
-                evidence.extend(e);
-                kernel = Kernel::Missing;
-            }
-            Answer::Unknown { why } => {
-                evidence.push(format!("needs {words}: unknown ({why})"));
-                if !matches!(kernel, Kernel::Missing) {
-                    kernel = Kernel::Unknown;
+                if link.conditional {
+                    alternatives.present += 1;
+                } else {
+                    always.add(Kernel::Present);
                 }
             }
+            Answer::NotCovered { evidence: e } if link.conditional => {
+                missing_alternatives.push((link, e));
+                alternatives.missing += 1;
+            }
+            Answer::NotCovered { evidence: e } => {
+                evidence.extend(link.chain.iter().cloned());
+                evidence.push(format!("needs {words}: MISSING at {target}"));
+                evidence.extend(e);
+                always.add(Kernel::Missing);
+            }
+            Answer::Unknown { why } => {
+                evidence.extend(link.chain.iter().cloned());
+                evidence.push(format!("needs {words}: unknown ({why})"));
+                if link.conditional {
+                    alternatives.unknown += 1;
+                } else {
+                    always.add(Kernel::Unknown);
+                }
+            }
+        }
+    }
+    let kernel = match always {
+        Kernel::None => alternatives.any(),
+        always => always,
+    };
+    for (link, e) in missing_alternatives {
+        let words = link.needs.words();
+        if matches!(kernel, Kernel::Missing) {
+            evidence.extend(link.chain.iter().cloned());
+            evidence.push(format!("needs {words}: MISSING at {target}"));
+            evidence.extend(e);
+        } else {
+            evidence.push(format!(
+                "an alternative on another condition needs {words}: MISSING at {target} ({})",
+                link.chain.last().map(String::as_str).unwrap_or("")
+            ));
         }
     }
     let kind = match (&admits, kernel) {
@@ -289,7 +361,7 @@ fn verdict(
             evidence.push(format!("admission unknown: {}", why.join("; ")));
             VerdictKind::Unverified
         }
-        (_, Kernel::Unknown) => VerdictKind::Unverified,
+        (_, Kernel::Unknown | Kernel::None) => VerdictKind::Unverified,
         (Admits::Yes, Kernel::Present) => VerdictKind::Open,
         (Admits::No, Kernel::Present) => VerdictKind::Opportunity,
         (Admits::No, Kernel::Missing) => VerdictKind::Wall,

@@ -7,7 +7,9 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use rayon::prelude::*;
 
-use super::code::{Code, Facts, FileCache, FlagKey, Parsed, gated_branch};
+use super::code::{
+    Code, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with, gated_branch,
+};
 use super::flow::{Guard, Hop, Reader, gate_bytes};
 use super::site_text::SiteText;
 use crate::gate::predicate::Form;
@@ -34,6 +36,9 @@ pub struct Link {
     pub majors: Option<Vec<u32>>,
     /// Other gates the path passes: where one blocks the target, the path is not taken.
     pub guards: Vec<Guard>,
+    /// The path reaches the kernel only through a choice on some other condition (an `if`
+    /// arm inside a callee): one alternative of the path, not what it always runs.
+    pub conditional: bool,
 }
 
 impl Link {
@@ -118,7 +123,7 @@ impl Linker<'_> {
             .filter(|_| gate.guards_branch)
             .and_then(|p| gated_branch(p, gate, cache));
         let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
-        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch);
+        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache);
         (
             GateLink {
                 guards_raise,
@@ -134,6 +139,7 @@ impl Linker<'_> {
         gate: &Gate,
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
+        cache: &mut FileCache,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let declared: Vec<Link> = self
             .rules
@@ -144,6 +150,7 @@ impl Linker<'_> {
                 needs: rule.needs.clone(),
                 majors: rule.majors.clone(),
                 guards: Vec::new(),
+                conditional: false,
                 chain: vec![format!(
                     "declared by a [[link]] in {}{}",
                     rule.source.display(),
@@ -165,13 +172,14 @@ impl Linker<'_> {
                     needs: Requirement::Jit(id),
                     majors: None,
                     guards: Vec::new(),
+                    conditional: false,
                     chain: vec!["the gate is the JIT generator's own arch list".into()],
                 }]),
                 None,
                 Vec::new(),
             );
         }
-        self.follow_gate(gate, parsed, branch)
+        self.follow_gate(gate, parsed, branch, cache)
     }
 
     fn own_generator(&self, gate: &Gate) -> Option<String> {
@@ -187,6 +195,7 @@ impl Linker<'_> {
         gate: &Gate,
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
+        cache: &mut FileCache,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let Some(parsed) = parsed else {
             let why = if gate.guards_branch {
@@ -222,9 +231,29 @@ impl Linker<'_> {
             &facts,
             &[start],
             gate.dist.as_deref(),
-            0,
+            (0, false),
             &mut search,
         );
+        // A branch that only sets values configures the code after it: that code's kernels
+        // are the ones the gate decides.
+        if search.links.is_empty()
+            && search.stores.is_empty()
+            && !facts.raises
+            && let Some(after) = code_after_branch(parsed, gate, cache)
+        {
+            let start = format!(
+                "{}:{} gated branch sets values the code after it uses; followed that code",
+                gate.file, gate.line
+            );
+            self.follow(
+                parsed,
+                &after,
+                &[start],
+                gate.dist.as_deref(),
+                (0, false),
+                &mut search,
+            );
+        }
         let seeds = search
             .stores
             .iter()
@@ -336,7 +365,7 @@ impl Linker<'_> {
             calls_seen: 0,
             stores: Vec::new(),
         };
-        self.follow(&parsed, facts, &chain, dist, 0, &mut search);
+        self.follow(&parsed, facts, &chain, dist, (0, false), &mut search);
         let mut links = search.links;
         for link in &mut links {
             link.guards.extend_from_slice(guards);
@@ -514,7 +543,7 @@ impl Linker<'_> {
         facts: &Facts,
         chain: &[String],
         dist: Option<&str>,
-        depth: usize,
+        (depth, conditional): (usize, bool),
         search: &mut Search,
     ) {
         for store in &facts.stores {
@@ -545,7 +574,14 @@ impl Linker<'_> {
                     "chooses backend \"{word}\" (a [[backend]] in {})",
                     backend.source.display()
                 ));
-                push(search, backend.needs.clone(), backend.majors.clone(), chain);
+                let conditional = conditional || facts.conditional_strings.contains(word);
+                push(
+                    search,
+                    backend.needs.clone(),
+                    backend.majors.clone(),
+                    chain,
+                    conditional,
+                );
             }
         }
         for call in &facts.calls {
@@ -553,10 +589,11 @@ impl Linker<'_> {
                 return;
             }
             search.calls_seen += 1;
+            let conditional = conditional || facts.conditional_calls.contains(call);
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
                 chain.push(format!("calls native op {call}"));
-                push(search, library, None, chain);
+                push(search, library, None, chain, conditional);
                 continue;
             }
             let python_op = call.starts_with("torch.ops.");
@@ -587,10 +624,20 @@ impl Linker<'_> {
             };
             let mut next_chain = chain.to_vec();
             next_chain.push(format!("calls {id}{how}"));
+            if self.is_triton_kernel(&callee) {
+                push(
+                    search,
+                    Requirement::Triton(id),
+                    None,
+                    next_chain,
+                    conditional,
+                );
+                continue;
+            }
             let is_generator = !self.jit.generators(&id).is_empty()
                 || self.jit.fixed_arch.iter().any(|f| f.id == id);
             if is_generator {
-                push(search, Requirement::Jit(id), None, next_chain);
+                push(search, Requirement::Jit(id), None, next_chain, conditional);
                 continue;
             }
             // A top-level class or function that builds CuTe DSL ops is a DSL kernel: its
@@ -617,28 +664,69 @@ impl Linker<'_> {
                     Requirement::Dsl(format!("{module}:{kernel}")),
                     None,
                     next_chain,
+                    conditional,
                 );
                 continue;
             }
-            if depth + 1 >= MAX_HOPS || !search.visited.insert(id) {
+            if depth + 1 >= MAX_HOPS || !search.visited.insert(id.clone()) {
                 continue;
             }
-            match callee {
-                Callee::Named(module, function) => {
-                    if let Some((callee, body)) = self.code.callee(&module, &function) {
-                        self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
-                    }
-                }
-                Callee::At { file, offset, .. } => {
-                    let Some(module) = self.text.files[file].module.clone() else {
-                        continue;
-                    };
-                    if let Some((callee, body)) = self.code.callee_at(&module, offset) {
-                        self.follow(&callee, &body, &next_chain, dist, depth + 1, search);
-                    }
-                }
+            let body = match callee {
+                Callee::Named(module, function) => self.code.callee(&module, &function),
+                Callee::At { file, offset, .. } => self.text.files[file]
+                    .module
+                    .clone()
+                    .and_then(|module| self.code.callee_at(&module, offset)),
+            };
+            let Some((callee, body)) = body else {
+                continue;
+            };
+            // A function that builds a JIT spec with no arch list (`gen_jit_spec(name,
+            // sources)`) compiles for the device it runs on: a generator whose layers decide.
+            if self.builds_jit_spec(&body) && id.contains(':') && !id.contains('/') {
+                next_chain
+                    .last_mut()
+                    .expect("a chain")
+                    .push_str(": builds a JIT spec");
+                push(search, Requirement::Jit(id), None, next_chain, conditional);
+                continue;
+            }
+            self.follow(
+                &callee,
+                &body,
+                &next_chain,
+                dist,
+                (depth + 1, conditional),
+                search,
+            );
+        }
+    }
+
+    /// Whether a callee is a Triton kernel: its def carries a decorator the kernel-layer rules
+    /// name (`@triton.jit`, `@triton.autotune`).
+    fn is_triton_kernel(&self, callee: &Callee) -> bool {
+        let decorators = &self.rules.kernel_layers.triton_decorators;
+        match callee {
+            Callee::Named(module, function) => self.code.module(module).is_some_and(|parsed| {
+                parsed
+                    .defs
+                    .get(function.as_str())
+                    .is_some_and(|&(start, _)| decorated_with(&parsed.src, start, decorators))
+            }),
+            Callee::At { file, offset, .. } => {
+                decorated_with(&self.text.files[*file].src, *offset, decorators)
             }
         }
+    }
+
+    /// Whether a body calls one of the JIT spec builders the kernel-layer rules name
+    /// (`gen_jit_spec(...)`, `JitSpec(...)`), by the call's last name.
+    fn builds_jit_spec(&self, body: &Facts) -> bool {
+        let spec_calls = &self.rules.kernel_layers.spec_calls;
+        body.calls.iter().any(|call| {
+            let name = call.rsplit('.').next().unwrap_or(call);
+            spec_calls.iter().any(|s| s == name)
+        })
     }
 
     /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
@@ -835,18 +923,31 @@ fn add_link(links: &mut Vec<Link>, link: Link) {
     }
 }
 
-fn push(search: &mut Search, needs: Requirement, majors: Option<Vec<u32>>, chain: Vec<String>) {
-    if !search
+fn push(
+    search: &mut Search,
+    needs: Requirement,
+    majors: Option<Vec<u32>>,
+    chain: Vec<String>,
+    conditional: bool,
+) {
+    match search
         .links
-        .iter()
-        .any(|l| l.needs == needs && l.majors == majors)
+        .iter_mut()
+        .find(|l| l.needs == needs && l.majors == majors)
     {
-        search.links.push(Link {
+        // Reached again without a choice on the way: the path always runs it.
+        Some(link) if link.conditional && !conditional => {
+            link.chain = chain;
+            link.conditional = false;
+        }
+        Some(_) => {}
+        None => search.links.push(Link {
             needs,
             chain,
             majors,
             guards: Vec::new(),
-        });
+            conditional,
+        }),
     }
 }
 

@@ -1,0 +1,54 @@
+"""Gated paths that end at kernels of every kind but a native library (written for gatefix's
+verdict tests; see tests/verdicts_cli.rs `paths_to_triton_and_generic_jit_kernels`)."""
+
+import torch
+import triton
+import triton.language as tl
+
+from flashinfer.jit.kernels import gen_norm_module, gen_sm100_module
+
+
+@triton.jit
+def _scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 128})],
+    key=["n"],
+)
+@triton.jit
+def _tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def scale(x):
+    if torch.cuda.get_device_capability()[0] >= 9:
+        _scale_kernel[(1,)](x, x.numel(), BLOCK=128)
+    return x
+
+
+def tuned(x):
+    block = 64
+    if torch.cuda.get_device_capability()[0] == 9:
+        block = 128
+    _tuned_kernel[(1,)](x, x.numel())
+    return block
+
+
+def run_norm(x, backend):
+    if backend == "sm100":
+        return gen_sm100_module().run(x)
+    return gen_norm_module().run(x)
+
+
+def norm(x, backend):
+    if torch.cuda.get_device_capability()[0] >= 10:
+        return run_norm(x, backend)
+    return x
+
+
+def gemm(x):
+    if torch.cuda.get_device_capability()[0] >= 10:
+        return gen_sm100_module().run(x)
+    return x
