@@ -509,8 +509,9 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
 
 /// Paths to kernels that are not native libraries (`testdata/sites/paths/mylib/ops.py`): a
 /// Triton launch judged by the ptxas the installed triton bundles, a JIT spec without an arch
-/// list (built for the device), a branch that only sets values (the code after it decides),
-/// and an alternative picked on a free condition (it does not make the path a trap).
+/// list (built for the device), a branch that only sets values (the code after it decides,
+/// with the gates it dispatches on), an alternative picked on a free condition (it does not
+/// make the path a trap), and a support check that returns False early.
 #[test]
 fn paths_to_triton_and_generic_jit_kernels() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/paths");
@@ -558,7 +559,27 @@ fn paths_to_triton_and_generic_jit_kernels() {
             ("mylib/ops.py", 46, "opportunity", "open"),
             // major >= 10 → the SM100 module itself: no SM12x build.
             ("mylib/ops.py", 52, "wall", "trap"),
+            // A tile size; the code after dispatches on `arch == 10`, a gate that keeps the
+            // SM100 module off the path at sm_120, so the generic module decides.
+            ("mylib/ops.py", 60, "open", "open"),
+            ("mylib/ops.py", 62, "wall", "wall"),
+            // A support check that returns False early: its callers go on only where it
+            // passes (the path it protects runs where the gate does not hold).
+            ("mylib/ops.py", 68, "opportunity", "open"),
+            ("mylib/ops.py", 74, "opportunity", "open"),
         ]
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 60);
+    assert!(
+        evidence.iter().any(|e| e
+            == "a path not taken at sm_120: mylib/ops.py:62 `arch == 10` blocks it on the way to JIT generator flashinfer.jit.kernels:gen_sm100_module"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 68);
+    assert!(
+        evidence[0].starts_with("the gated branch returns early, so the path it protects runs when the gate does not hold: at sm_120 yes")
+            && evidence.iter().any(|e| e == "read at mylib/ops.py:74 returns early unless it holds; followed the code after"),
+        "{evidence:#?}"
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 26);
     assert!(

@@ -28,21 +28,49 @@ pub struct Facts {
     /// The branch starts by raising: the gate guards an error, and the path it protects is
     /// the code after it (`if not (is_sm90 or is_sm100): raise ...`).
     pub raises: bool,
+    /// The exit is an early `return` (nothing, `None` or `False`), not a `raise`.
+    pub returns_early: bool,
     /// Calls met only under a condition of their own inside this code (an `if` arm, a
     /// conditional expression, an `except`, the right side of `and`/`or`): alternatives the
     /// code picks on some other condition, not what it always runs.
     pub conditional_calls: BTreeSet<String>,
     /// The same for the strings.
     pub conditional_strings: BTreeSet<String>,
+    /// For a call met only under conditions: the conditions every occurrence of it is under
+    /// (byte ranges of the test in this file, and whether it runs where the test fails).
+    pub call_conditions: HashMap<String, Vec<Condition>>,
+}
+
+/// The test of a branch a call is under: its byte range, and `negated` where the call runs
+/// when the test fails (an `else`, a later `elif`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Condition {
+    pub start: usize,
+    pub end: usize,
+    pub negated: bool,
 }
 
 impl Facts {
     /// Records a call; met once unconditionally, it is no longer an alternative.
     fn add_call(&mut self, call: String, conditional: bool) {
+        self.add_call_under(call, conditional, &[]);
+    }
+
+    /// Records a call under these tests: the conditions kept are those of every occurrence.
+    fn add_call_under(&mut self, call: String, conditional: bool, conditions: &[Condition]) {
+        let seen = self.calls.contains(&call);
         if !conditional {
             self.conditional_calls.remove(&call);
         }
-        if !self.calls.contains(&call) {
+        match self.call_conditions.get_mut(&call) {
+            Some(kept) => kept.retain(|c| conditions.contains(c)),
+            None if !seen && !conditions.is_empty() => {
+                self.call_conditions
+                    .insert(call.clone(), conditions.to_vec());
+            }
+            None => {}
+        }
+        if !seen {
             if conditional {
                 self.conditional_calls.insert(call.clone());
             }
@@ -66,7 +94,8 @@ impl Facts {
     fn extend(&mut self, more: Facts) {
         for call in more.calls {
             let conditional = more.conditional_calls.contains(&call);
-            self.add_call(call, conditional);
+            let conditions = more.call_conditions.get(&call).cloned().unwrap_or_default();
+            self.add_call_under(call, conditional, &conditions);
         }
         for word in more.strings {
             let conditional = more.conditional_strings.contains(&word);
@@ -139,9 +168,29 @@ pub struct Parsed {
     pub defs: HashMap<String, (usize, usize)>,
     /// Byte ranges of the top-level statements.
     pub(crate) statements: Vec<(usize, usize)>,
+    /// Byte offset of each line's start, computed on first use.
+    line_starts: OnceLock<Vec<usize>>,
 }
 
 impl Parsed {
+    /// The byte offset of a 1-based line and character column.
+    pub fn byte_of(&self, line: u32, column: u32) -> Option<usize> {
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', &self.src).map(|i| i + 1))
+                .collect()
+        });
+        let start = *starts.get((line as usize).checked_sub(1)?)?;
+        let line_end =
+            memchr::memchr(b'\n', &self.src[start..]).map_or(self.src.len(), |i| start + i);
+        let offset: usize = String::from_utf8_lossy(&self.src[start..line_end])
+            .chars()
+            .take(column.saturating_sub(1) as usize)
+            .map(char::len_utf8)
+            .sum();
+        Some(start + offset)
+    }
+
     /// Local name → (module, member), read from the import statements the first time it is
     /// needed: most gate files only need their gated branch.
     pub fn imports(&self) -> &HashMap<String, (String, Option<String>)> {
@@ -254,6 +303,7 @@ impl Code {
                 import_ranges: hit.import_ranges.clone(),
                 defs: hit.defs.clone(),
                 statements: hit.statements.clone(),
+                line_starts: hit.line_starts.clone(),
             });
         }
         let (path, is_package) = self.file_of(module)?;
@@ -293,6 +343,7 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
         import_ranges,
         defs,
         statements,
+        line_starts: OnceLock::new(),
     }
 }
 
@@ -459,12 +510,35 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     // Most branches are read from the statement alone; only an error exit needs the
     // statements after it, parsed then.
     let (_, branch) = branch_of(cache.tree(src, around.clone())?, start, end)?;
-    if !starts_with_raise(branch) {
+    let returns_early = starts_with_falsy_return(branch, src);
+    if !(returns_early || starts_with_raise(branch)) {
         return Some(facts(branch, src));
     }
     let tree = cache.tree(src, [around, after].concat())?;
     let (parent, _) = branch_of(tree, start, end)?;
-    raise_guarded(parent, src)
+    let mut found = raise_guarded(parent, src)?;
+    found.returns_early = returns_early;
+    Some(found)
+}
+
+/// The branch starts with `return`, `return None` or `return False`: an early exit, so the
+/// code after it runs only where the condition does not hold (`if cap not in (...): return
+/// False` in a support check).
+fn starts_with_falsy_return(branch: Node, src: &[u8]) -> bool {
+    let mut cursor = branch.walk();
+    let Some(first) = branch
+        .named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")
+    else {
+        return false;
+    };
+    if first.kind() != "return_statement" {
+        return false;
+    }
+    match first.named_child(0) {
+        None => true,
+        Some(value) => matches!(value.kind(), "none" | "false") || text(value, src) == "None",
+    }
 }
 
 /// The code after a gated branch that falls through (it neither returns, raises, breaks nor
@@ -482,9 +556,16 @@ pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) ->
     if !(picks_value || matches!(parent.kind(), "if_statement" | "elif_clause")) || exits(branch) {
         return None;
     }
+    Some(code_after_statement(parent, src))
+}
+
+/// What runs after the statement that holds `node` (an `if`, an `elif`, a conditional
+/// expression's statement): the statements after it in its block, then after the block's own
+/// statement, up to the function (not past a `return` or `raise`), within `MAX_BODY_BYTES`.
+pub(crate) fn code_after_statement(node: Node, src: &[u8]) -> Facts {
     let mut found = Facts::default();
     let mut budget = MAX_BODY_BYTES;
-    let mut statement = parent;
+    let mut statement = node;
     loop {
         // Up to the statement that stands in a block (an `elif` stands in its `if`).
         while let Some(up) = statement.parent() {
@@ -492,7 +573,7 @@ pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) ->
                 break;
             }
             if matches!(up.kind(), "function_definition" | "class_definition") {
-                return Some(found);
+                return found;
             }
             statement = up;
         }
@@ -507,23 +588,23 @@ pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) ->
             }
             let size = sibling.byte_range().len();
             if size > budget {
-                return Some(found);
+                return found;
             }
             budget -= size;
             found.extend(facts(sibling, src));
             if exits(sibling) {
-                return Some(found);
+                return found;
             }
         }
         // Out of this block: the code after the statement that holds it runs next.
         let Some(block) = statement.parent().filter(|b| b.kind() == "block") else {
-            return Some(found);
+            return found;
         };
         let Some(owner) = block.parent() else {
-            return Some(found);
+            return found;
         };
         if matches!(owner.kind(), "function_definition" | "class_definition") {
-            return Some(found);
+            return found;
         }
         statement = owner;
     }
@@ -629,35 +710,12 @@ fn branch_of(tree: &Tree, start: usize, end: usize) -> Option<(Node<'_>, Node<'_
     Some((parent, branch))
 }
 
-/// The branch is an error exit: what the gate protects is the code after the statement, read
-/// only where it runs unconditionally (nested branches have conditions of their own).
+/// The branch is an exit (it raises, or returns early): what the gate protects is the code
+/// after the statement, in its block and the blocks around it up to the function; branches
+/// there are alternatives of their own.
 pub(crate) fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
-    let statement = if parent.kind() == "elif_clause" {
-        parent.parent()?
-    } else {
-        parent
-    };
-    let mut found = Facts {
-        raises: true,
-        ..Facts::default()
-    };
-    let mut next = statement.next_named_sibling();
-    let mut budget = MAX_BODY_BYTES;
-    while let Some(sibling) = next {
-        next = sibling.next_named_sibling();
-        if !matches!(
-            sibling.kind(),
-            "expression_statement" | "return_statement" | "assignment"
-        ) {
-            continue;
-        }
-        let size = sibling.byte_range().len();
-        if size > budget {
-            break;
-        }
-        budget -= size;
-        found.extend(facts(sibling, src));
-    }
+    let mut found = code_after_statement(parent, src);
+    found.raises = true;
     Some(found)
 }
 
@@ -766,8 +824,9 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
     if node.byte_range().len() > MAX_BODY_BYTES {
         return out;
     }
-    // Each node with whether it runs only under a condition of its own inside `node`.
-    let mut stack = vec![(node, false)];
+    // Each node with whether it runs only under a condition of its own inside `node`, and
+    // the tests of the branches it is in.
+    let mut stack: Vec<(Node, bool, Vec<Condition>)> = vec![(node, false, Vec::new())];
     // `op = a.f if c else g` then `op(...)`: a local that names functions (each value with
     // whether it is one arm of a choice).
     let mut aliases: Vec<(String, Vec<(String, bool)>)> = Vec::new();
@@ -777,7 +836,7 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
             .filter(|c| !c.is_whitespace())
             .collect()
     };
-    while let Some((n, conditional)) = stack.pop() {
+    while let Some((n, conditional, conditions)) = stack.pop() {
         if out.calls.len() + out.strings.len() >= MAX_FACTS {
             break;
         }
@@ -794,16 +853,16 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
                             .and_then(|a| a.named_child(0))
                         && matches!(first.kind(), "identifier" | "attribute")
                     {
-                        out.add_call(squeeze(first), conditional);
+                        out.add_call_under(squeeze(first), conditional, &conditions);
                     }
-                    out.add_call(callee, conditional);
+                    out.add_call_under(callee, conditional, &conditions);
                 } else if let Some(function) = n.child_by_field_name("function")
                     && function.kind() == "subscript"
                     && let Some(kernel) = function.child_by_field_name("value")
                     && matches!(kernel.kind(), "identifier" | "attribute")
                 {
                     // `kernel[grid](...)`: a Triton launch calls the kernel.
-                    out.add_call(squeeze(kernel), conditional);
+                    out.add_call_under(squeeze(kernel), conditional, &conditions);
                 }
             }
             "string" if is_value_position(n) => {
@@ -850,12 +909,11 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
         }
         let mut cursor = n.walk();
         let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        stack.extend(
-            children
-                .into_iter()
-                .rev()
-                .map(|child| (child, conditional || runs_on_condition(n, child))),
-        );
+        stack.extend(children.into_iter().rev().map(|child| {
+            let mut under = conditions.clone();
+            under.extend(tests_of(n, child));
+            (child, conditional || runs_on_condition(n, child), under)
+        }));
     }
     for (name, values) in aliases {
         if out.calls.contains(&name) {
@@ -866,6 +924,56 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
         }
     }
     out
+}
+
+/// The tests `child` of `parent` runs under: the `if`'s (or `elif`'s) test for its
+/// consequence, every earlier test negated for an `elif` or an `else`, a conditional
+/// expression's test for its two values.
+fn tests_of(parent: Node, child: Node) -> Vec<Condition> {
+    let range = |n: Node, negated| Condition {
+        start: n.start_byte(),
+        end: n.end_byte(),
+        negated,
+    };
+    let condition = parent.child_by_field_name("condition");
+    match parent.kind() {
+        "if_statement" | "elif_clause" => {
+            let Some(test) = condition else {
+                return Vec::new();
+            };
+            if parent
+                .child_by_field_name("consequence")
+                .is_some_and(|c| c.id() == child.id())
+            {
+                return vec![range(test, false)];
+            }
+            if !matches!(child.kind(), "elif_clause" | "else_clause") {
+                return Vec::new();
+            }
+            // Every test before this clause failed.
+            let mut failed = vec![range(test, true)];
+            let mut cursor = parent.walk();
+            for clause in parent.named_children(&mut cursor) {
+                if clause.id() == child.id() {
+                    break;
+                }
+                if clause.kind() == "elif_clause"
+                    && let Some(test) = clause.child_by_field_name("condition")
+                {
+                    failed.push(range(test, true));
+                }
+            }
+            failed
+        }
+        "conditional_expression" => match (parent.named_child(1), parent.named_child(0)) {
+            (Some(test), Some(value)) if value.id() == child.id() => vec![range(test, false)],
+            (Some(test), _) if parent.named_child(2).is_some_and(|c| c.id() == child.id()) => {
+                vec![range(test, true)]
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 /// Whether `child` of `parent` runs only when a condition inside the code holds: the arms of

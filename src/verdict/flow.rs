@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use tree_sitter::Node;
 
 use super::code::{
-    Code, Facts, FlagKey, Parsed, enclosing_ranges_with, facts, plain_word, raise_guarded,
-    starts_with_raise, text,
+    Code, Facts, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts, plain_word,
+    raise_guarded, starts_with_raise, text,
 };
 use super::site_text::{Hit, SiteText, is_word_byte};
 use crate::gate::lower::parse_ranges;
@@ -360,6 +360,43 @@ impl Reader<'_> {
                             line(parent)
                         ))),
                     }
+                    return;
+                }
+                // `check(x)` as a statement: a check that raises unless the flag holds; the
+                // code after it runs only then.
+                "expression_statement" if node.kind() == "call" && positive => {
+                    let after = code_after_statement(parent, src);
+                    let guards = self.enclosing_guards(place, parent);
+                    self.push_code(
+                        place,
+                        after,
+                        format!(
+                            "{}:{} calls the check; followed the code after it",
+                            place.path,
+                            line(parent)
+                        ),
+                        guards,
+                        out,
+                    );
+                    return;
+                }
+                // `run(x, fast=flag)`: the call it is passed to is what it configures.
+                "argument_list" | "keyword_argument" if let Some(call) = enclosing_call(parent) => {
+                    let function = call
+                        .child_by_field_name("function")
+                        .map_or("", |f| text(f, src));
+                    let guards = self.enclosing_guards(place, call);
+                    self.code_hop(
+                        place,
+                        call,
+                        format!(
+                            "{}:{} is passed to {function}(); followed that call",
+                            place.path,
+                            line(parent)
+                        ),
+                        guards,
+                        out,
+                    );
                     return;
                 }
                 kind => {
@@ -754,6 +791,18 @@ fn identifier_uses<'t>(function: Node<'t>, name: &str, from: usize, src: &[u8]) 
     }
     uses.sort_by_key(|n| n.start_byte());
     uses
+}
+
+/// The call whose argument list holds `node` (an `argument_list`, or a keyword argument in
+/// one).
+fn enclosing_call(node: Node) -> Option<Node> {
+    let list = if node.kind() == "keyword_argument" {
+        node.parent()?
+    } else {
+        node
+    };
+    let call = list.parent()?;
+    (list.kind() == "argument_list" && call.kind() == "call").then_some(call)
 }
 
 /// Whether `node` is joined to `root` through `and`, parentheses and `not` only; `Some(true)`

@@ -243,7 +243,12 @@ fn verdict(
         };
         let admits = evaluate(&guarded, target.plain(), cuda);
         let line = format!(
-            "the gated branch raises, so the path it protects runs when the gate does not hold: at {target} {} ({guarded})",
+            "the gated branch {}, so the path it protects runs when the gate does not hold: at {target} {} ({guarded})",
+            if link.returns_early {
+                "returns early"
+            } else {
+                "raises"
+            },
             admits.word()
         );
         (admits, vec![line])

@@ -8,7 +8,8 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use rayon::prelude::*;
 
 use super::code::{
-    Code, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with, gated_branch,
+    Code, Condition, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with,
+    gated_branch,
 };
 use super::flow::{Guard, Hop, Reader, gate_bytes};
 use super::site_text::SiteText;
@@ -59,6 +60,8 @@ pub enum LinkOutcome {
 pub struct GateLink {
     pub outcome: LinkOutcome,
     pub guards_raise: bool,
+    /// The exit is an early `return`, not a `raise`.
+    pub returns_early: bool,
     /// Why the search stopped, in a few words (the kinds `--explain-unverified` counts).
     pub stop: Option<String>,
 }
@@ -123,10 +126,12 @@ impl Linker<'_> {
             .filter(|_| gate.guards_branch)
             .and_then(|p| gated_branch(p, gate, cache));
         let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
+        let returns_early = branch.as_ref().is_some_and(|b| b.returns_early);
         let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache);
         (
             GateLink {
                 guards_raise,
+                returns_early,
                 outcome,
                 stop,
             },
@@ -218,7 +223,12 @@ impl Linker<'_> {
             calls_seen: 0,
             stores: Vec::new(),
         };
-        let start = if facts.raises {
+        let start = if facts.returns_early {
+            format!(
+                "{}:{} returns early; followed the code after it",
+                gate.file, gate.line
+            )
+        } else if facts.raises {
             format!(
                 "{}:{} raises; followed the code after it",
                 gate.file, gate.line
@@ -231,7 +241,7 @@ impl Linker<'_> {
             &facts,
             &[start],
             gate.dist.as_deref(),
-            (0, false),
+            &Reach::start(),
             &mut search,
         );
         // A branch that only sets values configures the code after it: that code's kernels
@@ -250,15 +260,31 @@ impl Linker<'_> {
                 &after,
                 &[start],
                 gate.dist.as_deref(),
-                (0, false),
+                &Reach::start(),
                 &mut search,
             );
         }
-        let seeds = search
+        let mut seeds: Vec<Seed> = search
             .stores
             .iter()
             .map(|(key, chain)| (key.clone(), chain.clone(), Vec::new()))
             .collect();
+        // An exit in a check whose code after reaches nothing: the check's callers go on to
+        // the kernels only when it passes, so its calls are followed like a flag's reads.
+        if search.links.is_empty()
+            && facts.raises
+            && let Some(function) = gate.function.as_deref()
+        {
+            let name = function.rsplit('.').next().unwrap_or(function);
+            seeds.push((
+                FlagKey::Func(name.to_string()),
+                vec![format!(
+                    "{}:{} {name}() passes only where the gate does not hold",
+                    gate.file, gate.line
+                )],
+                Vec::new(),
+            ));
+        }
         if search.links.is_empty() {
             let why = format!(
                 "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend",
@@ -365,7 +391,7 @@ impl Linker<'_> {
             calls_seen: 0,
             stores: Vec::new(),
         };
-        self.follow(&parsed, facts, &chain, dist, (0, false), &mut search);
+        self.follow(&parsed, facts, &chain, dist, &Reach::start(), &mut search);
         let mut links = search.links;
         for link in &mut links {
             link.guards.extend_from_slice(guards);
@@ -543,9 +569,14 @@ impl Linker<'_> {
         facts: &Facts,
         chain: &[String],
         dist: Option<&str>,
-        (depth, conditional): (usize, bool),
+        reach: &Reach,
         search: &mut Search,
     ) {
+        let Reach {
+            depth,
+            conditional,
+            ref guards,
+        } = *reach;
         for store in &facts.stores {
             let mut key = store.key.clone();
             if let FlagKey::Global { module, .. } = &mut key
@@ -580,7 +611,7 @@ impl Linker<'_> {
                     backend.needs.clone(),
                     backend.majors.clone(),
                     chain,
-                    conditional,
+                    (conditional, guards.clone()),
                 );
             }
         }
@@ -590,10 +621,18 @@ impl Linker<'_> {
             }
             search.calls_seen += 1;
             let conditional = conditional || facts.conditional_calls.contains(call);
+            // The tests this call is under that are gates: where one blocks the target, the
+            // call is not made there (`elif arch // 10 == 9: FlashAttentionForwardSm90(...)`).
+            let mut guards = guards.clone();
+            if let Some(conditions) = facts.call_conditions.get(call) {
+                guards.extend(self.gates_of_conditions(parsed, conditions));
+                guards.sort();
+                guards.dedup();
+            }
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
                 chain.push(format!("calls native op {call}"));
-                push(search, library, None, chain, conditional);
+                push(search, library, None, chain, (conditional, guards));
                 continue;
             }
             let python_op = call.starts_with("torch.ops.");
@@ -630,14 +669,20 @@ impl Linker<'_> {
                     Requirement::Triton(id),
                     None,
                     next_chain,
-                    conditional,
+                    (conditional, guards),
                 );
                 continue;
             }
             let is_generator = !self.jit.generators(&id).is_empty()
                 || self.jit.fixed_arch.iter().any(|f| f.id == id);
             if is_generator {
-                push(search, Requirement::Jit(id), None, next_chain, conditional);
+                push(
+                    search,
+                    Requirement::Jit(id),
+                    None,
+                    next_chain,
+                    (conditional, guards),
+                );
                 continue;
             }
             // A top-level class or function that builds CuTe DSL ops is a DSL kernel: its
@@ -664,7 +709,7 @@ impl Linker<'_> {
                     Requirement::Dsl(format!("{module}:{kernel}")),
                     None,
                     next_chain,
-                    conditional,
+                    (conditional, guards),
                 );
                 continue;
             }
@@ -688,7 +733,13 @@ impl Linker<'_> {
                     .last_mut()
                     .expect("a chain")
                     .push_str(": builds a JIT spec");
-                push(search, Requirement::Jit(id), None, next_chain, conditional);
+                push(
+                    search,
+                    Requirement::Jit(id),
+                    None,
+                    next_chain,
+                    (conditional, guards),
+                );
                 continue;
             }
             self.follow(
@@ -696,10 +747,57 @@ impl Linker<'_> {
                 &body,
                 &next_chain,
                 dist,
-                (depth + 1, conditional),
+                &Reach {
+                    depth: depth + 1,
+                    conditional,
+                    guards,
+                },
                 search,
             );
         }
+    }
+
+    /// The gates of this module that are exactly one of these tests (parentheses aside), as
+    /// guards: negated where the code runs when the test fails.
+    fn gates_of_conditions(&self, parsed: &Parsed, conditions: &[Condition]) -> Vec<Guard> {
+        let file = file_of_module(parsed);
+        let Some(indices) = self.gates_by_file.get(&file) else {
+            return Vec::new();
+        };
+        let trim = |(mut start, mut end): (usize, usize)| {
+            let src = &parsed.src;
+            loop {
+                while start < end && src[start].is_ascii_whitespace() {
+                    start += 1;
+                }
+                while end > start && src[end - 1].is_ascii_whitespace() {
+                    end -= 1;
+                }
+                if end > start + 1 && src[start] == b'(' && src[end - 1] == b')' {
+                    start += 1;
+                    end -= 1;
+                } else {
+                    return (start, end);
+                }
+            }
+        };
+        let mut guards = Vec::new();
+        for condition in conditions {
+            let test = trim((condition.start, condition.end));
+            for &index in indices {
+                let gate = &self.gates[index];
+                let span = parsed
+                    .byte_of(gate.line, gate.column)
+                    .zip(parsed.byte_of(gate.end_line, gate.end_column));
+                if span.map(trim) == Some(test) {
+                    guards.push(Guard {
+                        gate: index,
+                        negated: condition.negated,
+                    });
+                }
+            }
+        }
+        guards
     }
 
     /// Whether a callee is a Triton kernel: its def carries a decorator the kernel-layer rules
@@ -928,26 +1026,47 @@ fn push(
     needs: Requirement,
     majors: Option<Vec<u32>>,
     chain: Vec<String>,
-    conditional: bool,
+    (conditional, guards): (bool, Vec<Guard>),
 ) {
     match search
         .links
         .iter_mut()
         .find(|l| l.needs == needs && l.majors == majors)
     {
-        // Reached again without a choice on the way: the path always runs it.
-        Some(link) if link.conditional && !conditional => {
-            link.chain = chain;
-            link.conditional = false;
+        Some(link) => {
+            // Reached on two paths: only the gates both pass stay guards.
+            link.guards.retain(|g| guards.contains(g));
+            // Reached again without a choice on the way: the path always runs it.
+            if link.conditional && !conditional {
+                link.chain = chain;
+                link.conditional = false;
+            }
         }
-        Some(_) => {}
         None => search.links.push(Link {
             needs,
             chain,
             majors,
-            guards: Vec::new(),
+            guards,
             conditional,
         }),
+    }
+}
+
+/// How a call was reached: hops from the gated branch, whether through a choice on another
+/// condition, and the gates on the way.
+struct Reach {
+    depth: usize,
+    conditional: bool,
+    guards: Vec<Guard>,
+}
+
+impl Reach {
+    fn start() -> Reach {
+        Reach {
+            depth: 0,
+            conditional: false,
+            guards: Vec::new(),
+        }
     }
 }
 
