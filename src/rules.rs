@@ -59,6 +59,23 @@ struct RuleFile {
     kernel_layers: Option<crate::kernel::layers::LayerRuleFile>,
     #[serde(default)]
     parameter: Vec<ParameterRule>,
+    #[serde(default)]
+    checker_registry: Vec<CheckerRegistry>,
+}
+
+/// `[[checker_registry]]`: a decorator that maps backend names to checker functions
+/// (`@backend_requirement({"cutlass": _check_cutlass}, common_check=_check_common)`), so a
+/// checker's capability decorator gates the decorated function's branch for that backend.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckerRegistry {
+    /// The decorator's last name (`backend_requirement`).
+    pub decorator: String,
+    /// Keyword arguments whose checker applies to every backend (`common_check`).
+    #[serde(default)]
+    pub common: Vec<String>,
+    /// The decorated function's parameter that names the backend.
+    pub parameter: String,
 }
 
 /// What an assumed parameter holds.
@@ -267,6 +284,7 @@ pub struct Rules {
     pub backends: Vec<BackendRule>,
     pub kernel_layers: crate::kernel::layers::LayerRules,
     pub parameters: Vec<ParameterRule>,
+    pub checker_registries: Vec<CheckerRegistry>,
     pub files: Vec<PathBuf>,
 }
 
@@ -404,6 +422,7 @@ impl Rules {
                 source: path.to_path_buf(),
             });
         }
+        self.checker_registries.extend(file.checker_registry);
         if let Some(layers) = file.kernel_layers {
             self.kernel_layers
                 .add(layers)

@@ -511,7 +511,8 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
 /// Triton launch judged by the ptxas the installed triton bundles, a JIT spec without an arch
 /// list (built for the device), a branch that only sets values (the code after it decides,
 /// with the gates it dispatches on), an alternative picked on a free condition (it does not
-/// make the path a trap), and a support check that returns False early.
+/// make the path a trap), a support check that returns False early, and the checkers of a
+/// `[[checker_registry]]` decorator.
 #[test]
 fn paths_to_triton_and_generic_jit_kernels() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/paths");
@@ -549,6 +550,13 @@ fn paths_to_triton_and_generic_jit_kernels() {
     assert_eq!(
         table,
         vec![
+            // Checkers of `@backend_requirement` (flashinfer/gemm.py): the "sm100" checker's
+            // decorator gates mm()'s `backend == "sm100"` branch; the "generic" backend has no
+            // branch of its own, so its checker stays unlinked; the common check gates all of
+            // mm(), where one present alternative keeps it runnable.
+            ("flashinfer/gemm.py", 8, "wall", "wall"),
+            ("flashinfer/gemm.py", 13, "unverified", "unverified"),
+            ("flashinfer/gemm.py", 18, "opportunity", "open"),
             ("flashinfer/jit/kernels.py", 16, "wall", "wall"),
             // major >= 9 → a @triton.jit kernel: triton 3.5.1's ptxas is CUDA 12.8.
             ("mylib/ops.py", 26, "open", "open"),
@@ -579,6 +587,12 @@ fn paths_to_triton_and_generic_jit_kernels() {
     assert!(
         evidence[0].starts_with("the gated branch returns early, so the path it protects runs when the gate does not hold: at sm_120 yes")
             && evidence.iter().any(|e| e == "read at mylib/ops.py:74 returns early unless it holds; followed the code after"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "flashinfer/gemm.py", 8);
+    assert_eq!(
+        evidence[1],
+        "flashinfer/gemm.py:23 registers the checker for backend \"sm100\" of mm(); followed its `backend == \"sm100\"` branches",
         "{evidence:#?}"
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 26);

@@ -91,7 +91,7 @@ impl Facts {
     }
 
     /// Adds what `more` leads to (statements that run one after the other).
-    fn extend(&mut self, more: Facts) {
+    pub(crate) fn extend(&mut self, more: Facts) {
         for call in more.calls {
             let conditional = more.conditional_calls.contains(&call);
             let conditions = more.call_conditions.get(&call).cloned().unwrap_or_default();

@@ -64,6 +64,7 @@ pub fn judge(
     if timings {
         eprintln!("verdicts: links {:?}", clock.elapsed());
     }
+    super::registry::link_checkers(&linker, &mut links);
     let dists: Vec<Option<String>> = scan.gates.iter().map(|g| g.dist.clone()).collect();
     linker.flow(&mut links, &seeds, &dists);
     if timings {

@@ -335,6 +335,7 @@ impl Linker<'_> {
         let mut seeds = Vec::new();
         let mut links = Vec::new();
         let mut stops = Vec::new();
+        let mut followed = 0;
         for hop in hops {
             match hop {
                 Hop::Flag { key, what, guards } => seeds.push((key, vec![what], guards)),
@@ -343,10 +344,19 @@ impl Linker<'_> {
                     facts,
                     what,
                     guards,
-                } => links.extend(
-                    self.follow_code(&module, &facts, vec![what], &guards, gate.dist.as_deref())
+                } => {
+                    followed += 1;
+                    links.extend(
+                        self.follow_code(
+                            &module,
+                            &facts,
+                            vec![what],
+                            &guards,
+                            gate.dist.as_deref(),
+                        )
                         .0,
-                ),
+                    )
+                }
                 Hop::Stop(why) => stops.push(why),
             }
         }
@@ -355,9 +365,11 @@ impl Linker<'_> {
         }
         let why = match stops.first() {
             Some(first) => format!("the gate guards no branch, and its value goes nowhere gatefix follows: {first}"),
+            None if followed > 0 => format!("the gate's value reaches {followed} piece(s) of code, and they reach no JIT generator, native op or known backend"),
             None => "the gate guards no branch gatefix reads (a flag, a returned value or an assertion); a [[link]] rule can declare its kernel".into(),
         };
         let kind = match stops.first() {
+            None if followed > 0 => "no-kernel-reached",
             None => "no-branch",
             Some(first) => stop_kind(first),
         };
@@ -374,7 +386,7 @@ impl Linker<'_> {
     }
 
     /// Follows code that a flag's read guards: its kernels, and the flags it sets in turn.
-    fn follow_code(
+    pub(super) fn follow_code(
         &self,
         module: &str,
         facts: &Facts,

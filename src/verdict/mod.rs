@@ -6,6 +6,7 @@ pub mod flow;
 pub mod judge;
 pub mod link;
 pub mod model;
+pub mod registry;
 pub mod site_text;
 
 pub use judge::judge;
