@@ -435,7 +435,15 @@ impl Linker<'_> {
                 break;
             }
             let names: Vec<String> = keys.iter().map(|k| k.name().to_string()).collect();
+            let clock = std::time::Instant::now();
             let hits = self.text.find_words(&names);
+            if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+                eprintln!(
+                    "verdicts: flow round {_round}: {} flags, text search {:?}",
+                    keys.len(),
+                    clock.elapsed()
+                );
+            }
             let computed: Vec<(FlagKey, FlagResult)> = keys
                 .par_iter()
                 .zip(hits.par_iter())
