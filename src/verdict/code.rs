@@ -926,6 +926,13 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
     out
 }
 
+/// Whether `node` is the `field` child of `parent`.
+pub(crate) fn field_is(parent: Node, field: &str, node: Node) -> bool {
+    parent
+        .child_by_field_name(field)
+        .is_some_and(|c| c.id() == node.id())
+}
+
 /// The tests `child` of `parent` runs under: the `if`'s (or `elif`'s) test for its
 /// consequence, every earlier test negated for an `elif` or an `else`, a conditional
 /// expression's test for its two values.
@@ -941,10 +948,7 @@ fn tests_of(parent: Node, child: Node) -> Vec<Condition> {
             let Some(test) = condition else {
                 return Vec::new();
             };
-            if parent
-                .child_by_field_name("consequence")
-                .is_some_and(|c| c.id() == child.id())
-            {
+            if field_is(parent, "consequence", child) {
                 return vec![range(test, false)];
             }
             if !matches!(child.kind(), "elif_clause" | "else_clause") {
@@ -980,15 +984,10 @@ fn tests_of(parent: Node, child: Node) -> Vec<Condition> {
 /// an `if` (not its test), of a conditional expression, of a `match`, an `except` handler, the
 /// right side of `and`/`or`.
 fn runs_on_condition(parent: Node, child: Node) -> bool {
-    let is_field = |field: &str| {
-        parent
-            .child_by_field_name(field)
-            .is_some_and(|c| c.id() == child.id())
-    };
     match parent.kind() {
-        "if_statement" | "elif_clause" => !is_field("condition"),
+        "if_statement" | "elif_clause" => !field_is(parent, "condition", child),
         "conditional_expression" => parent.named_child(1).map(|c| c.id()) != Some(child.id()),
-        "boolean_operator" => is_field("right"),
+        "boolean_operator" => field_is(parent, "right", child),
         "except_clause" | "case_clause" => true,
         _ => false,
     }

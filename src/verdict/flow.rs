@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use tree_sitter::Node;
 
 use super::code::{
-    Code, Facts, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts, plain_word,
-    raise_guarded, starts_with_raise, text,
+    Code, Facts, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts, field_is,
+    plain_word, raise_guarded, starts_with_raise, text,
 };
 use super::site_text::{Hit, SiteText, is_word_byte};
 use crate::gate::lower::parse_ranges;
@@ -727,12 +727,6 @@ fn env_store(rest: &[u8]) -> bool {
     };
     let rest = rest.trim_ascii_start();
     rest.starts_with(b"=") && !rest.starts_with(b"==")
-}
-
-fn field_is(parent: Node, field: &str, node: Node) -> bool {
-    parent
-        .child_by_field_name(field)
-        .is_some_and(|c| c.id() == node.id())
 }
 
 fn starts_with_return(branch: Node) -> bool {

@@ -9,7 +9,7 @@
 
 use tree_sitter::Node;
 
-use super::code::{Facts, enclosing_ranges, facts, plain_word, text};
+use super::code::{Facts, enclosing_ranges, facts, field_is, plain_word, text};
 use super::link::{GateLink, LinkOutcome, Linker};
 use super::site_text::Hit;
 use crate::gate::lower::parse_ranges;
@@ -96,12 +96,12 @@ fn registration(
     }
     let parent = node.parent()?;
     let (backend, arguments) = match parent.kind() {
-        "pair" if is_field(parent, "value", node) => {
+        "pair" if field_is(parent, "value", node) => {
             let key = plain_word(parent.child_by_field_name("key")?, src)?;
             let arguments = parent.parent()?.parent()?;
             (Some(key), arguments)
         }
-        "keyword_argument" if is_field(parent, "value", node) => (None, parent.parent()?),
+        "keyword_argument" if field_is(parent, "value", node) => (None, parent.parent()?),
         _ => return None,
     };
     let call = arguments.parent()?;
@@ -208,10 +208,4 @@ fn names_backend(test: Node, src: &[u8], parameter: &str, backend: &str) -> bool
         stack.extend(node.named_children(&mut cursor));
     }
     false
-}
-
-fn is_field(parent: Node, field: &str, node: Node) -> bool {
-    parent
-        .child_by_field_name(field)
-        .is_some_and(|c| c.id() == node.id())
 }
