@@ -78,7 +78,11 @@ pub fn judge(
         KernelIndex::build_for_globs(site, scan, &globs)
     };
     index.dsl = dsl;
-    scan.gates
+    if timings {
+        eprintln!("verdicts: kernel index {:?}", clock.elapsed());
+    }
+    let verdicts = scan
+        .gates
         .par_iter()
         .zip(&links)
         .map(|(gate, link)| {
@@ -87,7 +91,11 @@ pub fn judge(
                 .map(|&target| verdict(gate, link, target, cuda, &index, site, &scan.gates))
                 .collect()
         })
-        .collect()
+        .collect();
+    if timings {
+        eprintln!("verdicts: judged {:?}", clock.elapsed());
+    }
+    verdicts
 }
 
 /// Links every gate, reading each gate file once (and not keeping it: only callees' modules

@@ -49,10 +49,23 @@ pub fn link_checkers(linker: &Linker, links: &mut [GateLink]) {
     names.sort();
     names.dedup();
     let hits = linker.text.find_words(&names);
+    // Most hits of a checker's name are its definition and its calls; only files that use a
+    // registry decorator, and hits that are a dict value or a keyword's value, are parsed.
+    let decorators: Vec<&[u8]> = registries.iter().map(|r| r.decorator.as_bytes()).collect();
+    let mut uses_registry: Vec<Option<bool>> = vec![None; linker.text.files.len()];
     for (index, name) in candidates {
         let position = names.binary_search(&name).expect("a searched name");
         let registrations: Vec<Registration> = hits[position]
             .iter()
+            .filter(|hit| {
+                let src = &linker.text.files[hit.file].src;
+                is_value_position(src, hit.start)
+                    && *uses_registry[hit.file].get_or_insert_with(|| {
+                        decorators
+                            .iter()
+                            .any(|d| memchr::memmem::find(src, d).is_some())
+                    })
+            })
             .filter_map(|hit| registration(linker, registries, hit))
             .collect();
         let gate = &linker.gates[index];
@@ -72,6 +85,16 @@ pub fn link_checkers(linker: &Linker, links: &mut [GateLink]) {
             links[index].stop = None;
         }
     }
+}
+
+/// Whether the word at `start` follows a `:` or an `=` (a dict value, a keyword's value): the
+/// only places a registration names its checker.
+fn is_value_position(src: &[u8], start: usize) -> bool {
+    src[..start]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| matches!(b, b':' | b'='))
 }
 
 /// The registration a hit of a checker's name is, if it is one: a value of the registry's
@@ -208,4 +231,27 @@ fn names_backend(test: Node, src: &[u8], parameter: &str, backend: &str) -> bool
         stack.extend(node.named_children(&mut cursor));
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_value_position;
+
+    #[test]
+    fn only_dict_and_keyword_values_can_register_a_checker() {
+        let src = b"@backend_requirement({\n    \"cutlass\": _check,\n}, common_check=_common)\ndef _check(): _check()";
+        let at = |word: &str, nth: usize| {
+            let w = word.as_bytes();
+            src.windows(w.len())
+                .enumerate()
+                .filter(|(_, s)| *s == w)
+                .nth(nth)
+                .unwrap()
+                .0
+        };
+        assert!(is_value_position(src, at("_check", 0)));
+        assert!(is_value_position(src, at("_common", 0)));
+        assert!(!is_value_position(src, at("_check", 1)));
+        assert!(!is_value_position(src, at("_check", 2)));
+    }
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use rayon::prelude::*;
 
 use crate::gate::index::module_name;
@@ -25,6 +24,9 @@ pub struct TextFile {
     pub path: String,
     pub module: Option<String>,
     pub src: Vec<u8>,
+    /// The hashes of the file's distinct words, sorted: a name absent here is not searched
+    /// for in the file (flag flow searches hundreds of names a round; most are in few files).
+    words: Vec<u64>,
 }
 
 /// One occurrence of a searched name.
@@ -55,6 +57,7 @@ impl SiteText {
                 (src.len() <= MAX_FILE_BYTES).then(|| TextFile {
                     path: relative.to_string_lossy().replace('\\', "/"),
                     module: module_name(relative).map(|(m, _)| m),
+                    words: word_hashes(&src),
                     src,
                 })
             })
@@ -79,48 +82,77 @@ impl SiteText {
         self.files.iter().position(|f| f.path == path)
     }
 
-    /// Every whole-word occurrence of each name, searched in one pass over the site.
+    /// Every whole-word occurrence of each name, in file order. A name that is one word is
+    /// searched only in the files whose word set holds it; any other name in every file.
     pub fn find_words(&self, names: &[String]) -> Vec<Vec<Hit>> {
-        let mut found = vec![Vec::new(); names.len()];
-        if names.is_empty() {
-            return found;
-        }
-        let Ok(automaton) = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(names)
-        else {
-            return found;
-        };
-        let hits: Vec<Vec<(usize, Hit)>> = self
+        let wanted: Vec<Option<u64>> = names
+            .iter()
+            .map(|n| {
+                let is_word = !n.is_empty() && n.bytes().all(is_word_byte);
+                is_word.then(|| word_hash(n.as_bytes()))
+            })
+            .collect();
+        let finders: Vec<memchr::memmem::Finder> = names
+            .iter()
+            .map(|n| memchr::memmem::Finder::new(n.as_bytes()))
+            .collect();
+        let per_file: Vec<Vec<(usize, Hit)>> = self
             .files
             .par_iter()
             .enumerate()
             .map(|(file, f)| {
-                automaton
-                    .find_iter(&f.src)
-                    .filter(|m| {
-                        let before = m.start().checked_sub(1).map(|i| f.src[i]);
-                        let after = f.src.get(m.end()).copied();
-                        !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte)
-                    })
-                    .map(|m| {
-                        (
-                            m.pattern().as_usize(),
-                            Hit {
-                                file,
-                                start: m.start(),
-                                end: m.end(),
-                            },
-                        )
-                    })
-                    .collect()
+                let mut hits = Vec::new();
+                for (pattern, hash) in wanted.iter().enumerate() {
+                    if names[pattern].is_empty()
+                        || hash.is_some_and(|h| f.words.binary_search(&h).is_err())
+                    {
+                        continue;
+                    }
+                    let len = names[pattern].len();
+                    for start in finders[pattern].find_iter(&f.src) {
+                        let end = start + len;
+                        let before = start.checked_sub(1).map(|i| f.src[i]);
+                        let after = f.src.get(end).copied();
+                        if !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte) {
+                            hits.push((pattern, Hit { file, start, end }));
+                        }
+                    }
+                }
+                hits
             })
             .collect();
-        for (pattern, hit) in hits.into_iter().flatten() {
+        let mut found = vec![Vec::new(); names.len()];
+        for (pattern, hit) in per_file.into_iter().flatten() {
             found[pattern].push(hit);
         }
         found
     }
+}
+
+/// FNV-1a: a collision only makes a file a candidate it need not be.
+fn word_hash(word: &[u8]) -> u64 {
+    word.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The sorted, distinct hashes of the runs of word bytes in `src`.
+fn word_hashes(src: &[u8]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < src.len() {
+        if !is_word_byte(src[at]) {
+            at += 1;
+            continue;
+        }
+        let len = src[at..].iter().take_while(|b| is_word_byte(**b)).count();
+        out.push(word_hash(&src[at..at + len]));
+        at += len;
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.shrink_to_fit();
+    out
 }
 
 pub fn is_word_byte(b: u8) -> bool {
@@ -173,6 +205,31 @@ mod tests {
                 .map(|a| a.0),
             Some(crate::kernel::dsl::Admitted::None)
         );
+    }
+
+    #[test]
+    fn words_are_found_whole_in_file_order_and_other_names_everywhere() {
+        let file = |path: &str, src: &str| TextFile {
+            path: path.into(),
+            module: None,
+            words: word_hashes(src.as_bytes()),
+            src: src.as_bytes().to_vec(),
+        };
+        let text = SiteText {
+            files: vec![
+                file("a.py", "x.enable_fusion = True\nenable_fusion_x = 1\n"),
+                file("b.py", "if args.enable_fusion:\n    env['A.B'] = 1\n"),
+                file("c.py", "_enable_fusion\n"),
+            ],
+            defs: HashMap::new(),
+        };
+        let names = ["enable_fusion".to_string(), "A.B".into(), "absent".into()];
+        let found = text.find_words(&names);
+        let places: Vec<Vec<(usize, usize)>> = found
+            .iter()
+            .map(|hits| hits.iter().map(|h| (h.file, h.start)).collect())
+            .collect();
+        assert_eq!(places, vec![vec![(0, 2), (1, 8)], vec![(1, 32)], vec![]]);
     }
 
     #[test]
