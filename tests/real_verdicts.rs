@@ -205,6 +205,9 @@ fn decided_share_and_stop_reasons_at_sm120() {
         .path(),
     );
     let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1 + triton 3.5.1", &vllm);
-    // 312 of 2,338 (13.3%) on 2026-12-02; 76 of 1,746 (4.4%) on 2026-12-01 with L5.
-    assert!(decided >= 300, "{decided}/{admitted}");
+    // 312 of 2,338 (13.3%) on 2026-12-02; 76 of 1,746 (4.4%) on 2026-12-01 with L5; 298
+    // after torch ops stopped taking the weakest of a package's libraries (false traps, such
+    // as marlin_gemm, whose library carries sm_120 SASS) and triton's docstrings stopped
+    // making `tl.static_range` a kernel.
+    assert!(decided >= 290, "{decided}/{admitted}");
 }

@@ -436,10 +436,27 @@ pub struct GeneratorSources {
 }
 
 /// Caches file facts across generators (headers are shared) and generators across queries.
+/// Each entry is computed once: a thread asking for one that another is computing waits for
+/// it (verdicts are judged in parallel, and many gates share a generator and its headers).
 #[derive(Debug, Default)]
 pub struct LayerIndex {
-    files: Mutex<HashMap<String, Arc<FileFacts>>>,
-    generators: Mutex<HashMap<(String, String), Arc<GeneratorSources>>>,
+    files: Cells<String, FileFacts>,
+    generators: Cells<(String, String), GeneratorSources>,
+}
+
+/// Keys to values computed once each.
+type Cells<K, V> = Mutex<HashMap<K, Arc<OnceLock<Arc<V>>>>>;
+
+/// The cell for `key`, made empty when it is new; the lock is held only to find it.
+fn cell<K: std::hash::Hash + Eq, V>(
+    map: &Mutex<HashMap<K, Arc<OnceLock<V>>>>,
+    key: K,
+) -> Arc<OnceLock<V>> {
+    match map.lock() {
+        Ok(mut map) => map.entry(key).or_default().clone(),
+        // A panic elsewhere poisoned the cache: compute without it.
+        Err(_) => Arc::new(OnceLock::new()),
+    }
 }
 
 impl LayerIndex {
@@ -450,36 +467,22 @@ impl LayerIndex {
         function: &str,
         rules: &LayerRules,
     ) -> Arc<GeneratorSources> {
-        let key = (file.to_string(), function.to_string());
-        if let Some(found) = self
-            .generators
-            .lock()
-            .ok()
-            .and_then(|g| g.get(&key).cloned())
-        {
-            return found;
-        }
-        let set = generator_sources(root, file, function, rules);
-        let mut files = Vec::with_capacity(set.files.len());
-        for path in &set.files {
-            let cached = self.files.lock().ok().and_then(|f| f.get(path).cloned());
-            let facts = match cached {
-                Some(facts) => facts,
-                None => {
-                    let facts = Arc::new(FileFacts::read(root, path, rules));
-                    if let Ok(mut map) = self.files.lock() {
-                        map.insert(path.clone(), facts.clone());
-                    }
-                    facts
-                }
-            };
-            files.push(facts);
-        }
-        let analysed = Arc::new(GeneratorSources { set, files });
-        if let Ok(mut map) = self.generators.lock() {
-            map.insert(key, analysed.clone());
-        }
-        analysed
+        let generator = cell(&self.generators, (file.to_string(), function.to_string()));
+        generator
+            .get_or_init(|| {
+                let set = generator_sources(root, file, function, rules);
+                let files = set
+                    .files
+                    .iter()
+                    .map(|path| {
+                        cell(&self.files, path.clone())
+                            .get_or_init(|| Arc::new(FileFacts::read(root, path, rules)))
+                            .clone()
+                    })
+                    .collect();
+                Arc::new(GeneratorSources { set, files })
+            })
+            .clone()
     }
 }
 

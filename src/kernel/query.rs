@@ -34,6 +34,10 @@ pub enum Requirement {
     /// A Triton kernel, `<module>:<function>` (a `@triton.jit` def), compiled at launch by
     /// the installed triton (`kernel::triton`).
     Triton(String),
+    /// A `torch.ops.<namespace>.<op>` call into the native libraries of the top-level folder
+    /// `<namespace>`: which of them registers the op is not read, so they decide only where
+    /// they agree.
+    TorchOp { namespace: String, op: String },
 }
 
 impl Requirement {
@@ -86,6 +90,9 @@ impl Requirement {
             Requirement::CubinTable(id) => format!("cubin table {id}"),
             Requirement::Dsl(module) => format!("CuTe DSL kernel {module}"),
             Requirement::Triton(id) => format!("Triton kernel {id}"),
+            Requirement::TorchOp { namespace, op } => {
+                format!("native op torch.ops.{namespace}.{op} ({namespace}/**/*.so)")
+            }
         }
     }
 }
@@ -190,6 +197,9 @@ impl KernelIndex {
             Requirement::Jit(id) => self.jit_layers(id, target, site),
             Requirement::Library { dist, glob } => {
                 binary_only(self.library_coverage(dist.as_deref(), glob, target, site))
+            }
+            Requirement::TorchOp { namespace, op } => {
+                binary_only(self.op_coverage(namespace, op, target, site))
             }
             Requirement::CubinTable(id) => binary_only(self.cubin_coverage(id, target)),
             Requirement::Dsl(module) => self.dsl_layers(module, target),
@@ -467,6 +477,29 @@ impl KernelIndex {
                 evidence,
             },
             Coverage::None => Answer::NotCovered { evidence },
+        }
+    }
+
+    /// A torch op's libraries: all of them carrying code for the target (or none) decide;
+    /// where they disagree, the one that registers the op decides, and that is not read.
+    fn op_coverage(&self, namespace: &str, op: &str, target: Arch, site: &Site) -> Answer {
+        let glob = format!("{namespace}/**/*.so");
+        let answer = self.library_coverage(None, &glob, target, site);
+        let Answer::NotCovered { evidence } = &answer else {
+            return answer;
+        };
+        let carrying = evidence
+            .iter()
+            .filter(|e| !e.contains(": 0 containers sass, 0 ptx-jit,"))
+            .count();
+        if carrying == 0 {
+            return answer;
+        }
+        Answer::Unknown {
+            why: format!(
+                "{carrying} of the {} libraries under {namespace}/ carry code for {target}, and which one registers torch.ops.{namespace}.{op} is not read",
+                evidence.len()
+            ),
         }
     }
 

@@ -558,6 +558,10 @@ impl Patch {
                 Requirement::CubinTable(id) => format!("cubin_table = {}", q(id)),
                 Requirement::Dsl(module) => format!("dsl = {}", q(module)),
                 Requirement::Triton(id) => format!("triton = {}", q(id)),
+                // Found by the verdicts' link search only; patches never name one.
+                Requirement::TorchOp { namespace, .. } => {
+                    format!("library = {}", q(&format!("{namespace}/**/*.so")))
+                }
                 Requirement::Library { dist, glob } => match dist {
                     Some(dist) => format!("library = {}, dist = {}", q(glob), q(dist)),
                     None => format!("library = {}", q(glob)),

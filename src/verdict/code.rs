@@ -473,6 +473,14 @@ pub struct FileCache {
 }
 
 impl FileCache {
+    /// The bytes a gate spans.
+    pub(super) fn gate_bytes(&mut self, src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
+        Some((
+            self.byte_of(src, gate.line, gate.column)?,
+            self.byte_of(src, gate.end_line, gate.end_column)?,
+        ))
+    }
+
     /// The byte offset of a 1-based line and character column.
     fn byte_of(&mut self, src: &[u8], line: u32, column: u32) -> Option<usize> {
         let starts = self.line_starts.get_or_insert_with(|| {
@@ -491,7 +499,8 @@ impl FileCache {
         Some(start + offset)
     }
 
-    fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
+    /// The syntax tree of these ranges of the file, parsed the first time they are asked for.
+    pub(super) fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
         self.trees
             .entry(ranges)
             .or_insert_with_key(|ranges| parse_ranges(src, ranges))
@@ -644,6 +653,11 @@ pub fn decorated_with(src: &[u8], start: usize, decorators: &[String]) -> bool {
             break;
         }
         at = previous;
+    }
+    // The walk must reach the definition's own first line: a class's docstring or body can
+    // hold a decorated `def` (triton's `static_range` documents `@triton.jit def kernel`).
+    if confirmed > line_start(start) {
+        return false;
     }
     let region = &src[confirmed..def_at];
     decorators.iter().any(|name| {
@@ -1211,6 +1225,11 @@ mod conditional_tests {
         assert!(
             decorated_with(src, 0, &decorators),
             "from the decorator itself"
+        );
+        let class = b"class static_range(base):\n    \"\"\"\n    @triton.jit\n    def kernel():\n        pass\n    \"\"\"\n";
+        assert!(
+            !decorated_with(class, 0, &decorators),
+            "a decorated def in a class's docstring is not the class's decorator"
         );
     }
 }

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use tree_sitter::Node;
 
 use super::code::{
-    Code, Facts, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts, field_is,
-    plain_word, raise_guarded, starts_with_raise, text,
+    Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts,
+    field_is, plain_word, raise_guarded, starts_with_raise, text,
 };
 use super::site_text::{Hit, SiteText, is_word_byte};
 use crate::gate::lower::parse_ranges;
@@ -111,15 +111,23 @@ impl Reader<'_> {
     }
 
     /// Where the value of a gate (not the condition of a branch) goes: stored, returned.
-    pub fn gate_value(&self, gate: &Gate, parsed: &Parsed, start: usize, end: usize) -> Vec<Hop> {
+    pub fn gate_value(
+        &self,
+        gate: &Gate,
+        parsed: &Parsed,
+        start: usize,
+        end: usize,
+        cache: &mut FileCache,
+    ) -> Vec<Hop> {
         let place = Place {
             parsed,
             path: &gate.file,
             gate: true,
         };
         let mut out = Vec::new();
+        // Gates of one function share its statement and the code after it: parsed once.
         let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
-        let Some(tree) = parse_ranges(&parsed.src, &[ranges.around, ranges.after].concat()) else {
+        let Some(tree) = cache.tree(&parsed.src, [ranges.around, ranges.after].concat()) else {
             return out;
         };
         let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {

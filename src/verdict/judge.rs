@@ -152,6 +152,7 @@ fn library_globs(links: &[GateLink]) -> Vec<String> {
         .flatten()
         .filter_map(|l| match &l.needs {
             Requirement::Library { glob, .. } => Some(glob.clone()),
+            Requirement::TorchOp { namespace, .. } => Some(format!("{namespace}/**/*.so")),
             _ => None,
         })
         .collect();

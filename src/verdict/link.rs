@@ -11,7 +11,7 @@ use super::code::{
     Code, Condition, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with,
     gated_branch,
 };
-use super::flow::{Guard, Hop, Reader, gate_bytes};
+use super::flow::{Guard, Hop, Reader};
 use super::site_text::SiteText;
 use crate::gate::predicate::Form;
 use crate::kernel::dsl::DslIndex;
@@ -215,7 +215,7 @@ impl Linker<'_> {
             );
         };
         let Some(facts) = branch else {
-            return self.follow_value(gate, parsed);
+            return self.follow_value(gate, parsed, cache);
         };
         let mut search = Search {
             links: Vec::new(),
@@ -309,6 +309,7 @@ impl Linker<'_> {
         &self,
         gate: &Gate,
         parsed: &Parsed,
+        cache: &mut FileCache,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let not_linked = |why: String, stop: &str, seeds| {
             (LinkOutcome::NotLinked(why), Some(stop.to_string()), seeds)
@@ -323,7 +324,7 @@ impl Linker<'_> {
                 Vec::new(),
             );
         }
-        let Some((start, end)) = gate_bytes(&parsed.src, gate) else {
+        let Some((start, end)) = cache.gate_bytes(&parsed.src, gate) else {
             return not_linked(
                 format!("{} could not be read back", gate.file),
                 "no-branch",
@@ -331,7 +332,7 @@ impl Linker<'_> {
             );
         };
         let reader = self.reader();
-        let hops = reader.gate_value(gate, parsed, start, end);
+        let hops = reader.gate_value(gate, parsed, start, end, cache);
         let mut seeds = Vec::new();
         let mut links = Vec::new();
         let mut stops = Vec::new();
@@ -899,11 +900,12 @@ impl Linker<'_> {
     }
 
     fn torch_op_library(&self, call: &str) -> Option<Requirement> {
-        let lib = call.strip_prefix("torch.ops.")?.split('.').next()?;
+        let (lib, op) = call.strip_prefix("torch.ops.")?.split_once('.')?;
+        let op = op.split('.').next().unwrap_or(op);
         let native = self.packages.contains(lib) && self.has_native_library(lib);
-        native.then(|| Requirement::Library {
-            dist: None,
-            glob: format!("{lib}/**/*.so"),
+        native.then(|| Requirement::TorchOp {
+            namespace: lib.to_string(),
+            op: op.to_string(),
         })
     }
 
