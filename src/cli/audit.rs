@@ -17,7 +17,7 @@ use crate::report::{AuditReport, github, human, json, sarif};
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, scan_with};
 use crate::site::{Site, discover};
-use crate::verdict::judge;
+use crate::verdict::{judge_prepared, prepare};
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -174,10 +174,25 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         ..options
     };
     let progress = Progress::start(&format!("scanning {}", site.root.display()));
-    let result = scan_with(&site, &rules, options);
+    // The verdicts' reading of the site's text does not wait for the gates: it runs beside
+    // the scan, whose longest files leave cores idle at its end.
+    let (result, prepared) = std::thread::scope(|scope| {
+        let prepared = (!args.no_verdicts).then(|| scope.spawn(|| prepare(&site.root)));
+        let result = scan_with(&site, &rules, options);
+        let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
+        (result, prepared)
+    });
     progress.stage("linking gates to kernels");
-    let verdicts = (!args.no_verdicts)
-        .then(|| judge(&site, &result, &rules, &args.targets.targets, cuda.as_ref()));
+    let verdicts = prepared.map(|prepared| {
+        judge_prepared(
+            &site,
+            &result,
+            &rules,
+            &args.targets.targets,
+            cuda.as_ref(),
+            prepared,
+        )
+    });
     progress.finish();
     for warning in &result.warnings {
         let location = match (warning.line, warning.column) {

@@ -211,6 +211,8 @@ pub struct Code {
     cache: Mutex<HashMap<String, Option<Arc<Parsed>>>>,
     /// `module:function` → the facts of its body: many gates reach the same callees.
     bodies: Mutex<HashMap<String, Option<Arc<Facts>>>>,
+    /// Whether a module name has a file: asked for every dotted prefix of every call.
+    exists: Mutex<HashMap<String, bool>>,
 }
 
 impl Code {
@@ -219,6 +221,7 @@ impl Code {
             root: root.to_path_buf(),
             cache: Mutex::new(HashMap::new()),
             bodies: Mutex::new(HashMap::new()),
+            exists: Mutex::new(HashMap::new()),
         }
     }
 
@@ -276,7 +279,15 @@ impl Code {
         if let Some(hit) = self.cache.lock().expect("cache").get(module) {
             return hit.is_some();
         }
-        self.file_of(module).is_some()
+        if let Some(&known) = self.exists.lock().expect("exists").get(module) {
+            return known;
+        }
+        let found = self.file_of(module).is_some();
+        self.exists
+            .lock()
+            .expect("exists")
+            .insert(module.to_string(), found);
+        found
     }
 
     /// A module, kept for later lookups (callees are visited again and again).

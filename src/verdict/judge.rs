@@ -2,6 +2,7 @@
 //! needs, gives the verdict; the evidence says each step.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use rayon::prelude::*;
 
@@ -11,25 +12,24 @@ use super::model::{Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
+use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex, Requirement};
 use crate::rules::Rules;
 use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
 
-/// Verdicts for every gate of a scan, at every target.
-pub fn judge(
-    site: &Site,
-    scan: &ScanResult,
-    rules: &Rules,
-    targets: &[Arch],
-    cuda: Option<&CudaVersion>,
-) -> Verdicts {
-    let code = Code::new(&site.root);
-    let packages = top_level_folders(site);
-    let jit_only = KernelIndex::build_jit_only(site, scan);
+/// What the verdicts read from the site's Python text alone, before any gate is known: it can
+/// be read while the scan runs (`audit` does, on the cores the scan's long files leave idle).
+pub struct Prepared {
+    text: SiteText,
+    dsl: DslIndex,
+}
+
+/// Reads the site's Python text and its CuTe DSL index.
+pub fn prepare(root: &Path) -> Prepared {
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let text = SiteText::read(&site.root);
+    let text = SiteText::read(root);
     if timings {
         eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
@@ -42,6 +42,35 @@ pub fn judge(
             clock.elapsed()
         );
     }
+    Prepared { text, dsl }
+}
+
+/// Verdicts for every gate of a scan, at every target.
+pub fn judge(
+    site: &Site,
+    scan: &ScanResult,
+    rules: &Rules,
+    targets: &[Arch],
+    cuda: Option<&CudaVersion>,
+) -> Verdicts {
+    judge_prepared(site, scan, rules, targets, cuda, prepare(&site.root))
+}
+
+/// [`judge`] with the site's text already read.
+pub fn judge_prepared(
+    site: &Site,
+    scan: &ScanResult,
+    rules: &Rules,
+    targets: &[Arch],
+    cuda: Option<&CudaVersion>,
+    prepared: Prepared,
+) -> Verdicts {
+    let Prepared { text, dsl } = prepared;
+    let code = Code::new(&site.root);
+    let packages = top_level_folders(site);
+    let jit_only = KernelIndex::build_jit_only(site, scan);
+    let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
+    let clock = std::time::Instant::now();
     let mut gates_by_file: HashMap<String, Vec<usize>> = HashMap::new();
     for (index, gate) in scan.gates.iter().enumerate() {
         gates_by_file

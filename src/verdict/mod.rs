@@ -9,5 +9,5 @@ pub mod model;
 pub mod registry;
 pub mod site_text;
 
-pub use judge::judge;
+pub use judge::{judge, judge_prepared, prepare};
 pub use model::{Verdict, VerdictKind, Verdicts};
