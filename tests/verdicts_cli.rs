@@ -575,7 +575,20 @@ fn paths_to_triton_and_generic_jit_kernels() {
             // passes (the path it protects runs where the gate does not hold).
             ("mylib/ops.py", 68, "opportunity", "open"),
             ("mylib/ops.py", 74, "opportunity", "open"),
+            // Gates inside `if major == 10:` are not reached at sm_90 or sm_120: what they
+            // would admit there (open at sm_120, a trap at sm_90) is not claimed. A wall stays
+            // one: the target is blocked either way.
+            ("mylib/ops.py", 81, "opportunity", "opportunity"),
+            ("mylib/ops.py", 82, "unverified", "unverified"),
+            ("mylib/ops.py", 84, "unverified", "wall"),
         ]
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 82);
+    assert!(
+        evidence.iter().any(|e| e
+            == "not reached at sm_120: the gate sits under mylib/ops.py:81 `major == 10`, which blocks sm_120; it would be open otherwise")
+            && evidence.last().map(String::as_str) == Some("stop: unreachable-at-target"),
+        "{evidence:#?}"
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 60);
     assert!(

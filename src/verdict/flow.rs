@@ -143,6 +143,32 @@ impl Reader<'_> {
         out
     }
 
+    /// The gates in the conditions of the `if`s around the code at `start..end`, up to its
+    /// function: where one blocks a target, that code is not reached there.
+    pub fn guards_around(
+        &self,
+        parsed: &Parsed,
+        path: &str,
+        start: usize,
+        end: usize,
+        cache: &mut FileCache,
+    ) -> Vec<Guard> {
+        let place = Place {
+            parsed,
+            path,
+            gate: true,
+        };
+        // The same ranges as `gate_value`: one parse serves both.
+        let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
+        let Some(tree) = cache.tree(&parsed.src, [ranges.around, ranges.after].concat()) else {
+            return Vec::new();
+        };
+        let Some(node) = tree.root_node().descendant_for_byte_range(start, end) else {
+            return Vec::new();
+        };
+        self.enclosing_guards(&place, node)
+    }
+
     /// Whether an occurrence of the name is a read of the flag (not a store, a definition, or
     /// the same name in an unrelated place).
     fn is_read(&self, key: &FlagKey, hit: &Hit) -> bool {

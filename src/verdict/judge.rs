@@ -7,6 +7,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::code::{Code, FileCache};
+use super::flow::Guard;
 use super::link::{GateLink, LinkOutcome, Linker, Seed};
 use super::model::{Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
@@ -190,6 +191,24 @@ fn library_globs(links: &[GateLink]) -> Vec<String> {
     globs
 }
 
+/// The first guard that blocks the target, and the gate it is.
+fn first_blocking<'g>(
+    guards: &[Guard],
+    target: Arch,
+    cuda: Option<&CudaVersion>,
+    gates: &'g [Gate],
+) -> Option<(&'g Gate, bool)> {
+    guards.iter().find_map(|guard| {
+        let gate = &gates[guard.gate];
+        let blocks = match evaluate(&gate.predicate, target.plain(), cuda) {
+            Admits::Yes => guard.negated,
+            Admits::No => !guard.negated,
+            Admits::Unknown(_) => false,
+        };
+        blocks.then_some((gate, guard.negated))
+    })
+}
+
 /// The first other gate on a link's path that blocks the target, in words.
 fn blocking_guard(
     link: &super::link::Link,
@@ -197,28 +216,21 @@ fn blocking_guard(
     cuda: Option<&CudaVersion>,
     gates: &[Gate],
 ) -> Option<String> {
-    link.guards.iter().find_map(|guard| {
-        let gate = &gates[guard.gate];
-        let admits = evaluate(&gate.predicate, target.plain(), cuda);
-        let blocks = match admits {
-            Admits::Yes => guard.negated,
-            Admits::No => !guard.negated,
-            Admits::Unknown(_) => false,
-        };
-        blocks.then(|| {
+    first_blocking(&link.guards, target, cuda, gates).map(|(gate, negated)| {
+        {
             format!(
                 "{}:{} `{}` {} it on the way to {}",
                 gate.file,
                 gate.line,
                 gate.text,
-                if guard.negated {
+                if negated {
                     "(negated) blocks"
                 } else {
                     "blocks"
                 },
                 link.needs.words()
             )
-        })
+        }
     })
 }
 
@@ -411,5 +423,27 @@ fn verdict(
         (Admits::No, Kernel::Missing) => VerdictKind::Wall,
         (Admits::Yes, Kernel::Missing) => VerdictKind::Trap,
     };
+    // A gate inside an `if` whose gate blocks the target is never evaluated there: what it
+    // admits runs nothing at this target, and opening it would open nothing. (A wall stays
+    // one: the target is blocked either way.)
+    if matches!(
+        kind,
+        VerdictKind::Open | VerdictKind::Trap | VerdictKind::Opportunity
+    ) && let Some((outer, negated)) = first_blocking(&link.reached_under, target, cuda, gates)
+    {
+        evidence.push(format!(
+            "not reached at {target}: the gate sits under {}:{} `{}`{}, which blocks {target}; it would be {} otherwise",
+            outer.file,
+            outer.line,
+            outer.text,
+            if negated { " (negated)" } else { "" },
+            kind.name()
+        ));
+        evidence.push("stop: unreachable-at-target".into());
+        return Verdict {
+            kind: VerdictKind::Unverified,
+            evidence,
+        };
+    }
     Verdict { kind, evidence }
 }

@@ -64,6 +64,9 @@ pub struct GateLink {
     pub returns_early: bool,
     /// Why the search stopped, in a few words (the kinds `--explain-unverified` counts).
     pub stop: Option<String>,
+    /// Gates in the conditions of the `if`s the gate itself sits in: where one blocks a
+    /// target, the gate is never reached there (`if is_sm100: ... if x == 9:`).
+    pub reached_under: Vec<Guard>,
 }
 
 pub struct Linker<'a> {
@@ -128,12 +131,22 @@ impl Linker<'_> {
         let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
         let returns_early = branch.as_ref().is_some_and(|b| b.returns_early);
         let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache);
+        let reached_under = parsed
+            .and_then(|p| {
+                let (start, end) = cache.gate_bytes(&p.src, gate)?;
+                Some(
+                    self.reader()
+                        .guards_around(p, &gate.file, start, end, cache),
+                )
+            })
+            .unwrap_or_default();
         (
             GateLink {
                 guards_raise,
                 returns_early,
                 outcome,
                 stop,
+                reached_under,
             },
             seeds,
         )
