@@ -419,15 +419,14 @@ impl KernelIndex {
         }
     }
 
-    fn library_coverage(
+    /// The inventoried libraries a glob (and a distribution, when given) names.
+    fn libraries_matching(
         &self,
         dist: Option<&str>,
         glob: &str,
-        target: Arch,
         site: &Site,
-    ) -> Answer {
-        let matching: Vec<&FileInventory> = self
-            .libraries
+    ) -> Vec<&FileInventory> {
+        self.libraries
             .iter()
             .filter(|f| glob_match(glob, &f.path.to_string_lossy()))
             .filter(|f| {
@@ -436,7 +435,17 @@ impl KernelIndex {
                         .is_some_and(|o| o.name == d)
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    fn library_coverage(
+        &self,
+        dist: Option<&str>,
+        glob: &str,
+        target: Arch,
+        site: &Site,
+    ) -> Answer {
+        let matching = self.libraries_matching(dist, glob, site);
         if matching.is_empty() {
             return Answer::Unknown {
                 why: format!(
@@ -485,12 +494,16 @@ impl KernelIndex {
     fn op_coverage(&self, namespace: &str, op: &str, target: Arch, site: &Site) -> Answer {
         let glob = format!("{namespace}/**/*.so");
         let answer = self.library_coverage(None, &glob, target, site);
-        let Answer::NotCovered { evidence } = &answer else {
+        if !matches!(answer, Answer::NotCovered { .. }) {
             return answer;
-        };
-        let carrying = evidence
+        }
+        let libraries = self.libraries_matching(None, &glob, site);
+        let carrying = libraries
             .iter()
-            .filter(|e| !e.contains(": 0 containers sass, 0 ptx-jit,"))
+            .filter(|f| {
+                let c = file_coverage(f, target).counts;
+                c.sass > 0 || c.ptx_jit > 0
+            })
             .count();
         if carrying == 0 {
             return answer;
@@ -498,7 +511,7 @@ impl KernelIndex {
         Answer::Unknown {
             why: format!(
                 "{carrying} of the {} libraries under {namespace}/ carry code for {target}, and which one registers torch.ops.{namespace}.{op} is not read",
-                evidence.len()
+                libraries.len()
             ),
         }
     }

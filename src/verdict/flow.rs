@@ -125,12 +125,7 @@ impl Reader<'_> {
             gate: true,
         };
         let mut out = Vec::new();
-        // Gates of one function share its statement and the code after it: parsed once.
-        let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
-        let Some(tree) = cache.tree(&parsed.src, [ranges.around, ranges.after].concat()) else {
-            return out;
-        };
-        let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
+        let Some(mut node) = node_with_context(parsed, start, end, cache) else {
             return out;
         };
         while let Some(parent) = node.parent() {
@@ -158,15 +153,10 @@ impl Reader<'_> {
             path,
             gate: true,
         };
-        // The same ranges as `gate_value`: one parse serves both.
-        let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
-        let Some(tree) = cache.tree(&parsed.src, [ranges.around, ranges.after].concat()) else {
-            return Vec::new();
-        };
-        let Some(node) = tree.root_node().descendant_for_byte_range(start, end) else {
-            return Vec::new();
-        };
-        self.enclosing_guards(&place, node)
+        match node_with_context(parsed, start, end, cache) {
+            Some(node) => self.enclosing_guards(&place, node),
+            None => Vec::new(),
+        }
     }
 
     /// Whether an occurrence of the name is a read of the flag (not a store, a definition, or
@@ -730,6 +720,19 @@ impl Reader<'_> {
     }
 }
 
+/// The node at `start..end`, parsed with the statement that holds it, the headers around it
+/// and the code after it: the gates of one function share that parse (`FileCache`).
+fn node_with_context<'c>(
+    parsed: &Parsed,
+    start: usize,
+    end: usize,
+    cache: &'c mut FileCache,
+) -> Option<Node<'c>> {
+    let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
+    let tree = cache.tree(&parsed.src, [ranges.around, ranges.after].concat())?;
+    tree.root_node().descendant_for_byte_range(start, end)
+}
+
 /// Prepends a hop's place to what it says.
 fn prefix(hop: Hop, before: &str) -> Hop {
     match hop {
@@ -857,7 +860,7 @@ fn conjunct_polarity(node: Node, root: Node) -> Option<bool> {
 }
 
 /// The byte range of a gate (1-based line and character column) in its file.
-pub fn gate_bytes(src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
+fn gate_bytes(src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
     let at = |line: u32, column: u32| -> Option<usize> {
         let mut start = 0usize;
         for _ in 1..line {

@@ -217,20 +217,18 @@ fn blocking_guard(
     gates: &[Gate],
 ) -> Option<String> {
     first_blocking(&link.guards, target, cuda, gates).map(|(gate, negated)| {
-        {
-            format!(
-                "{}:{} `{}` {} it on the way to {}",
-                gate.file,
-                gate.line,
-                gate.text,
-                if negated {
-                    "(negated) blocks"
-                } else {
-                    "blocks"
-                },
-                link.needs.words()
-            )
-        }
+        format!(
+            "{}:{} `{}` {} it on the way to {}",
+            gate.file,
+            gate.line,
+            gate.text,
+            if negated {
+                "(negated) blocks"
+            } else {
+                "blocks"
+            },
+            link.needs.words()
+        )
     })
 }
 
