@@ -293,6 +293,22 @@ pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
         .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
 }
 
+/// Whether a top-level statement of the file assigns `name` (`NAME = ...`, `NAME: T = ...`):
+/// the chunking keeps a binding only for the readers in its own file, so a constant another
+/// module imports may be missing from the scan's partial lowering.
+pub fn has_top_level_assignment(src: &[u8], name: &str) -> bool {
+    if memchr::memmem::find(src, name.as_bytes()).is_none() {
+        return false;
+    }
+    top_level_statements(src).into_iter().any(|(start, end)| {
+        let code = past_leading_comments(&src[start..end]);
+        code.strip_prefix(name.as_bytes()).is_some_and(|rest| {
+            let rest = rest.trim_ascii_start();
+            (rest.starts_with(b"=") && !rest.starts_with(b"==")) || rest.starts_with(b":")
+        })
+    })
+}
+
 /// What a top-level statement defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Definition {
@@ -1331,6 +1347,10 @@ fn subtree_holds(pieces: &[Piece], archy: &[bool]) -> Vec<bool> {
 /// Small top-level imports, assignments and guarded blocks are kept; inside a split block,
 /// only short assignments and imports are, as locals a gate may read.
 fn small_enough(statement: &[u8]) -> bool {
+    // A statement's range starts after the one before it, so the comments above it come
+    // first (`# Max size per device capability` over `SIZES: dict[...] = {`): what it binds
+    // is read from its first line of code.
+    let statement = past_leading_comments(statement);
     let code = statement.trim_ascii_start();
     let is_import = code.starts_with(b"import ") || code.starts_with(b"from ");
     let binds = is_import || is_assignment(statement);
@@ -1341,6 +1361,19 @@ fn small_enough(statement: &[u8]) -> bool {
     }
     // Indentation does not count: a call spread over indented lines is as small as it reads.
     binds && code_bytes(statement) <= SMALL_LOCAL_BYTES
+}
+
+/// `statement` from its first line that is neither blank nor a comment.
+fn past_leading_comments(statement: &[u8]) -> &[u8] {
+    let mut rest = statement;
+    loop {
+        let line_end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let line = rest[..line_end].trim_ascii();
+        if line_end == rest.len() || !(line.is_empty() || line.starts_with(b"#")) {
+            return rest;
+        }
+        rest = &rest[line_end..];
+    }
 }
 
 fn code_bytes(statement: &[u8]) -> usize {
@@ -2521,5 +2554,15 @@ mod tests {
             &tokens,
             b"'''\nx\n''' + get_device_capability()"
         ));
+    }
+
+    #[test]
+    fn commented_constants_are_small_bindings_and_found_by_name() {
+        let src = b"import os\n\n# Sizes per device capability\n# (kept for importers)\nSIZES: dict[int, int] = {\n    90: 1,\n}\nOTHER == 3\n";
+        assert!(has_top_level_assignment(src, "SIZES"));
+        assert!(!has_top_level_assignment(src, "OTHER"));
+        assert!(!has_top_level_assignment(src, "MISSING"));
+        assert!(small_enough(b"# a comment\nSIZES = {90: 1}\n"));
+        assert!(small_enough(b"# a comment\n\nimport torch\n"));
     }
 }

@@ -160,6 +160,16 @@ impl ModuleIndex {
             .is_ok_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
     }
 
+    /// Whether the module assigns `name` at top level, read from its text (`false` when it
+    /// cannot tell).
+    pub fn has_top_level_assignment(&self, module: &str, name: &str) -> bool {
+        let Some(file) = self.modules.get(module) else {
+            return false;
+        };
+        std::fs::read(self.root.join(&file.path))
+            .is_ok_and(|bytes| super::chunks::has_top_level_assignment(&bytes, name))
+    }
+
     fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
         let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
         // Resolution reads no body of a function without a token: do not parse them (unless

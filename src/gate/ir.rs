@@ -270,6 +270,9 @@ pub enum SiteKind {
     Argument,
     /// A store to an attribute or a subscript (`self._fast = ...`, `opts["pdl"] = ...`).
     AttrStore,
+    /// A lookup keyed by the device in a table (`SIZES.get(cap.to_int(), {})`); `expr` is
+    /// `Subscript(table, key)` for both spellings.
+    TableLookup,
 }
 
 /// A candidate decision site; resolution decides whether it is a gate.

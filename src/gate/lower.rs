@@ -1435,6 +1435,9 @@ impl<'a> Lowerer<'a> {
         if big && !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
             return;
         }
+        if !big {
+            self.table_lookup(node);
+        }
         match node.kind_name() {
             "conditional_expression" => {
                 if let Some(test) = node.named_child(1) {
@@ -1478,6 +1481,93 @@ impl<'a> Lowerer<'a> {
         for child in node.named_children(&mut cursor) {
             self.scan_archy_expression(child);
         }
+    }
+
+    /// A lookup keyed by the device in a table (`SIZES[cap.to_int()]`,
+    /// `SIZES.get(device_capability, {})`): a site whose decision is whether the table has the
+    /// device's key (docs/gates.md F10). Resolution keeps it only when the table is a dict
+    /// literal keyed by numbers (or number pairs) and the key is the device's value.
+    fn table_lookup(&mut self, node: Node<'a>) {
+        let (table, key) = match node.kind_name() {
+            "subscript" => {
+                let mut cursor = node.walk();
+                let subs: Vec<Node<'a>> = node
+                    .children_by_field_name("subscript", &mut cursor)
+                    .collect();
+                match (node.field(F::Value), subs.as_slice()) {
+                    (Some(table), [key]) => (table, *key),
+                    _ => return,
+                }
+            }
+            "call" => {
+                let Some(function) = node.field(F::Function) else {
+                    return;
+                };
+                if function.kind_name() != "attribute"
+                    || function.field(F::Attribute).map(|a| self.text(a)) != Some("get")
+                {
+                    return;
+                }
+                let Some(first) = node.field(F::Arguments).and_then(|args| {
+                    let mut cursor = args.walk();
+                    args.named_children(&mut cursor)
+                        .find(|a| a.kind_name() != "comment")
+                }) else {
+                    return;
+                };
+                match function.field(F::Object) {
+                    Some(table) if first.kind_name() != "keyword_argument" => (table, first),
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        // A plain (dotted) name that is not itself the device: `cap[0]` indexes the device.
+        if !matches!(table.kind_name(), "identifier" | "attribute")
+            || !self
+                .text(table)
+                .bytes()
+                .all(|b| b == b'.' || b == b'_' || b.is_ascii_alphanumeric())
+            || self.archy_or_derived(table)
+            || key.kind_name() == "slice"
+        {
+            return;
+        }
+        let parametric = !self.archy_or_derived(key);
+        if parametric && !self.is_param_read(key) {
+            return;
+        }
+        let expr = Expr::Subscript(Box::new(self.expr(table, 0)), Box::new(self.expr(key, 0)));
+        self.push_site(SiteKind::TableLookup, node, expr, parametric);
+    }
+
+    /// Whether `node` is a parameter of the current function (or an attribute or call of
+    /// one: `cap.to_int()`) that may be the device's value, as `compares_param` counts them.
+    fn is_param_read(&self, node: Node<'a>) -> bool {
+        let Some(&function) = self.functions.last() else {
+            return false;
+        };
+        let function = &self.ir.functions[function];
+        let small = function.bytes <= MAX_HELPER_BODY_BYTES;
+        let mut base = node;
+        loop {
+            match base.kind_name() {
+                "attribute" => base = base.field(F::Object).unwrap_or(base),
+                "call" => match base.field(F::Function) {
+                    Some(f) if f.kind_name() == "attribute" => base = f,
+                    _ => return false,
+                },
+                "identifier" => break,
+                _ => return false,
+            }
+        }
+        let name = self.text(base);
+        function.params.iter().any(|p| {
+            p.name == name
+                && p.name != "self"
+                && p.name != "cls"
+                && (small || self.parameter_names.contains(&p.name))
+        })
     }
 
     /// A call argument or container element is a site when it is itself a decision

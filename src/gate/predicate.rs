@@ -49,6 +49,9 @@ pub enum Form {
     ValueSelect,
     JitArchList,
     CapabilityDecorator,
+    /// A lookup keyed by the device in a dict literal (`SIZES.get(cap.to_int(), {})`): it
+    /// admits a target whose key the table has (docs/gates.md F10).
+    ArchTable,
 }
 
 impl Form {
@@ -77,6 +80,7 @@ impl Form {
             Form::ValueSelect => "value-select",
             Form::JitArchList => "jit-arch-list",
             Form::CapabilityDecorator => "capability-decorator",
+            Form::ArchTable => "arch-table",
         }
     }
 }

@@ -35,6 +35,9 @@ pub enum Val {
     Int(i64),
     Str(String),
     Seq(Vec<Val>),
+    /// A dict literal keyed by numbers or number pairs (`{90: {...}, 100: {...}}`): only its
+    /// keys are kept, for membership and device-keyed lookups.
+    Table(Vec<Val>),
     /// `torch.version.cuda`: as a string, or turned into numbers (`tuple(map(int, ...))`).
     Cuda {
         numeric: bool,
@@ -438,7 +441,8 @@ impl<'a> Resolver<'a> {
                 select(test, body, orelse, expr)
             }
             Expr::FString { parts, .. } => self.fstring(parts, expr, scope, depth),
-            Expr::Dict(_) | Expr::Other(_) => Val::Free(expr.to_string()),
+            Expr::Dict(pairs) => table(pairs).unwrap_or_else(|| Val::Free(expr.to_string())),
+            Expr::Other(_) => Val::Free(expr.to_string()),
             Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => {
                 self.eval(expr, scope, depth)
             }
@@ -974,6 +978,20 @@ impl<'a> Resolver<'a> {
             if let Some(val) = self.global(star, name, depth + 1) {
                 return Some(val);
             }
+        }
+        // The scan's partial lowering keeps a constant only for readers in its own file; one
+        // that another module imports (an arch-keyed table) is read from the whole module.
+        if ir.partial
+            && python_builtin(name).is_none()
+            && self.index.has_top_level_assignment(module, name)
+            && let Some(whole) = self.index.get_whole(module)
+            && let Some(expr) = whole.assigns.get(name)
+        {
+            let scope = Scope {
+                module: &whole,
+                locals: Locals::None,
+            };
+            return Some(self.eval(expr, scope, depth + 1));
         }
         self.index
             .is_module(&qualified)
@@ -2192,7 +2210,41 @@ fn dev_atom(var: DevVar, op: CmpOp, rhs: Rhs) -> Val {
     Val::Pred(Pred::atom(Atom::Dev { var, op, rhs }, dev_form(var, op)))
 }
 
+/// The keys of a dict literal keyed by integers or integer pairs; `None` for any other dict.
+fn table(pairs: &[(Expr, Expr)]) -> Option<Val> {
+    let key = |k: &Expr| match k {
+        Expr::Int(n) => Some(Val::Int(*n)),
+        Expr::Tuple(items) => match items.as_slice() {
+            [Expr::Int(a), Expr::Int(b)] => Some(Val::Seq(vec![Val::Int(*a), Val::Int(*b)])),
+            _ => None,
+        },
+        _ => None,
+    };
+    if pairs.is_empty() {
+        return None;
+    }
+    pairs
+        .iter()
+        .map(|(k, _)| key(k))
+        .collect::<Option<Vec<_>>>()
+        .map(Val::Table)
+}
+
+/// Whether `table` (a device-keyed lookup's table) has the device's `key`: the membership
+/// `key in table.keys()`; `None` when the table is not a dict literal of number keys.
+pub fn table_lookup(table: Val, key: Val, text: &str) -> Option<Pred> {
+    let Val::Table(keys) = table else {
+        return None;
+    };
+    Some(to_pred(compare(key, CmpOp::In, Val::Seq(keys), text)))
+}
+
 fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
+    // Membership in a dict tests its keys.
+    let right = match right {
+        Val::Table(keys) if matches!(op, CmpOp::In | CmpOp::NotIn) => Val::Seq(keys),
+        other => other,
+    };
     // A choice compares arm by arm.
     if let Val::Choice(arms) = left {
         return bounded_val(Pred::or(
@@ -2265,6 +2317,16 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
         (Val::NoneV, Val::NoneV) => Val::Bool(matches!(op, CmpOp::Is | CmpOp::Eq)),
         (Val::NoneV, other) | (other, Val::NoneV) if is_concrete(other) => {
             Val::Bool(matches!(op, CmpOp::IsNot | CmpOp::Ne))
+        }
+        // `None in (90, 100)`: no number is None (a lookup keyed by a capability that may be
+        // absent, `cap.to_int() if cap is not None else None`).
+        (Val::NoneV, Val::Seq(items))
+            if matches!(op, CmpOp::In | CmpOp::NotIn)
+                && items
+                    .iter()
+                    .all(|i| as_int(i).is_some() || as_pair(i).is_some()) =>
+        {
+            Val::Bool(op == CmpOp::NotIn)
         }
         (l, Val::Seq(items)) if matches!(op, CmpOp::In | CmpOp::NotIn) && as_int(l).is_some() => {
             let contained = items.iter().any(|i| as_int(i) == as_int(l));
@@ -2349,7 +2411,7 @@ pub fn to_pred(val: Val) -> Pred {
         Val::NoneV => Pred::Const(false),
         Val::Int(n) => Pred::Const(n != 0),
         Val::Str(s) => Pred::Const(!s.is_empty()),
-        Val::Seq(items) => Pred::Const(!items.is_empty()),
+        Val::Seq(items) | Val::Table(items) => Pred::Const(!items.is_empty()),
         Val::Free(text) | Val::External(text) => Pred::free(text),
         Val::Choice(arms) => Pred::or(
             arms.into_iter()

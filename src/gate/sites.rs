@@ -3,7 +3,7 @@
 
 use super::ir::{CmpOp, Expr, SharedModule, Site, SiteKind};
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
-use super::resolve::{Resolver, Scope, Val, reset_budget, take_assumptions, to_pred};
+use super::resolve::{Resolver, Scope, Val, reset_budget, table_lookup, take_assumptions, to_pred};
 
 /// A resolved gate inside one module, before it is placed in the report.
 #[derive(Debug, Clone)]
@@ -97,6 +97,15 @@ fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Opti
                 _ => pred.first_arch_form()?,
             };
             Some((pred, form))
+        }
+        SiteKind::TableLookup => {
+            let Expr::Subscript(table, key) = &site.expr else {
+                return None;
+            };
+            let table = resolver.eval(table, scope, 0);
+            let key = resolver.eval(key, scope, 0);
+            let pred = table_lookup(table, key, &site.text)?;
+            Some((pred.with_form(Form::ArchTable), Form::ArchTable))
         }
         SiteKind::ValueSelect => {
             Some((resolver.condition(&site.expr, scope, 0), Form::ValueSelect))
