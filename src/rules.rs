@@ -61,6 +61,32 @@ struct RuleFile {
     parameter: Vec<ParameterRule>,
     #[serde(default)]
     checker_registry: Vec<CheckerRegistry>,
+    #[serde(rename = "override", default)]
+    overrides: Vec<OverrideRule>,
+}
+
+/// `[[override]]`: a switch of the package (an environment variable, a server argument) that
+/// selects what an edit in `applies_to` would open, so the user can have it with no edit.
+/// `apply` names it beside a patch or fix that edits such a file, when the site's `read_in`
+/// still reads `reads` and the edited file mentions it too.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverrideRule {
+    pub dist: String,
+    /// What the user sets, as they would type it (`VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm`).
+    pub switch: String,
+    /// The name the package reads (`VLLM_FLASHINFER_ALLREDUCE_BACKEND`, `moe_runner_backend`).
+    pub reads: String,
+    /// The site-relative files that may read it (releases move it): the first that does is
+    /// cited.
+    pub read_in: Vec<String>,
+    /// A glob over the site-relative paths of the edits it stands in for.
+    pub applies_to: String,
+    /// When set, only an edited file that mentions this (the setting the gate decides) counts.
+    #[serde(default)]
+    pub edit_mentions: Option<String>,
+    /// What setting it does, in a few words.
+    pub says: String,
 }
 
 /// `[[checker_registry]]`: a decorator that maps backend names to checker functions
@@ -285,6 +311,7 @@ pub struct Rules {
     pub kernel_layers: crate::kernel::layers::LayerRules,
     pub parameters: Vec<ParameterRule>,
     pub checker_registries: Vec<CheckerRegistry>,
+    pub overrides: Vec<OverrideRule>,
     pub files: Vec<PathBuf>,
 }
 
@@ -423,6 +450,30 @@ impl Rules {
             });
         }
         self.checker_registries.extend(file.checker_registry);
+        for rule in &file.overrides {
+            let fields = [
+                ("dist", &rule.dist),
+                ("switch", &rule.switch),
+                ("reads", &rule.reads),
+                ("applies_to", &rule.applies_to),
+                ("says", &rule.says),
+            ];
+            let empty = fields
+                .iter()
+                .find(|(_, v)| v.trim().is_empty())
+                .map(|(name, _)| *name)
+                .or_else(|| rule.read_in.is_empty().then_some("read_in"));
+            if let Some(name) = empty {
+                return Err(Error::Input {
+                    message: format!(
+                        "{}: [[override]] `{}` has an empty `{name}`",
+                        path.display(),
+                        rule.switch
+                    ),
+                });
+            }
+        }
+        self.overrides.extend(file.overrides);
         if let Some(layers) = file.kernel_layers {
             self.kernel_layers
                 .add(layers)

@@ -1005,3 +1005,37 @@ fn status_names_patches_undone_by_a_reinstall_and_apply_reapplies_them() {
         original
     );
 }
+
+/// The block of `patch` in a plan: its header line and the indented lines under it.
+fn plan_block<'t>(text: &'t str, patch: &str) -> Vec<&'t str> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("{patch} ")));
+    let header = lines.next().into_iter();
+    header
+        .chain(lines.take_while(|l| l.starts_with("  ")))
+        .collect()
+}
+
+#[test]
+fn a_switch_that_needs_no_edit_is_named_where_the_site_still_reads_it() {
+    let (_guard, root) = venv_copy("fusion");
+    let out = apply(&root, &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    // The auto-enable only sets the flag: the server argument does the same with no edit.
+    let auto = plan_block(&text, "sglang-ar-fusion-auto-enable-deepseek");
+    assert!(
+        auto.iter().any(|l| l.starts_with(
+            "  instead --enable-flashinfer-allreduce-fusion needs no edit of sglang/srt/server_args.py (read at sglang/srt/server_args.py:"
+        )),
+        "{text}"
+    );
+    // The fusion check in the communicator has no switch.
+    let communicator = plan_block(&text, "sglang-ar-fusion-communicator");
+    assert!(!communicator.is_empty(), "{text}");
+    assert!(
+        !communicator.iter().any(|l| l.starts_with("  instead")),
+        "{text}"
+    );
+}

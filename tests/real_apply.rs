@@ -307,12 +307,144 @@ fn sglang_0523_synthesized_opportunities_open_and_nothing_else_moves() {
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn vllm_0330_synthesized_fixes_and_the_closed_trap() {
     let site = wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]);
+    // Synthesized fixes alone: the curated vllm-ar-fusion-sm120 patch edits the same file
+    // (and a ready curated patch wins its files), so only a patch for another distribution
+    // is loaded here.
+    let patch_dir = tempfile::tempdir().unwrap();
+    let sglang_only = "sglang-ar-fusion-communicator.toml";
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("patches")
+            .join(sglang_only),
+        patch_dir.path().join(sglang_only),
+    )
+    .unwrap();
+    let no_patches = patch_dir.path().display().to_string();
     // No opportunity at sm_120 today: nothing is written, exit 0.
-    synthesized_round_trip(site.path(), &["--all-opportunities"]);
+    synthesized_round_trip(
+        site.path(),
+        &["--all-opportunities", "--patches", &no_patches],
+    );
     // The mnnvl branch of flashinfer_all_reduce.py admits sm_120 (has_device_capability(100))
     // over a JIT list of [9, 10]: closed with the package's own family predicate.
-    let fixed = synthesized_round_trip(site.path(), &["--all-opportunities", "--close-traps"]);
+    let fixed = synthesized_round_trip(
+        site.path(),
+        &[
+            "--all-opportunities",
+            "--close-traps",
+            "--patches",
+            &no_patches,
+        ],
+    );
     assert!(fixed >= 1, "the trap is closed");
+}
+
+/// The arch-table gates (`form = arch-table`) of vllm's own files, with their admission at
+/// sm_120, in order.
+fn vllm_tables(doc: &Value) -> Vec<(String, String)> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["form"] == "arch-table" && g["file"].as_str().unwrap().starts_with("vllm/"))
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["admits"]["sm_120"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Each gate's admission at sm_90, sm_100 and sm_103, keyed by file, function and text (lines
+/// move when a patch adds lines).
+fn admissions_by_text(
+    doc: &Value,
+) -> std::collections::BTreeMap<(String, String, String), Vec<Vec<String>>> {
+    let mut map: std::collections::BTreeMap<_, Vec<Vec<String>>> = Default::default();
+    for (g, (file, function, admits)) in doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(other_targets(doc))
+    {
+        let text = g["text"].as_str().unwrap().to_string();
+        map.entry((file, function, text)).or_default().push(admits);
+    }
+    map
+}
+
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn vllm_0330_fusion_size_tables_get_a_120_row_and_trtllm() {
+    let site = wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]);
+    let targets = ["sm_90", "sm_100", "sm_103", "sm_120"];
+    let before_bytes = hash_tree(site.path());
+    let before = audit_at(site.path(), &targets);
+    // `PassConfig.default_fi_allreduce_fusion_max_size_mb` and the one-shot size choice: both
+    // tables are keyed {90, 100, 103, 107}, so sm_120 finds no row.
+    let tables = vllm_tables(&before);
+    assert!(
+        tables
+            .iter()
+            .any(|(f, _)| f == "vllm/config/compilation.py")
+            && tables
+                .iter()
+                .any(|(f, _)| f.ends_with("fusion/allreduce_rms_fusion.py")),
+        "{tables:?}"
+    );
+    assert!(tables.iter().all(|(_, a)| a == "no"), "{tables:?}");
+
+    let out = apply(
+        site.path(),
+        &["--patch", "vllm-ar-fusion-sm120", "--cuda", "12.8"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("vllm-ar-fusion-sm120 (vllm 0.33.0): ready: kernel present [safe fix]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("supported_major_versions=[9, 10, 12]"),
+        "{text}"
+    );
+    // The backend choice has a switch of its own, read in vllm/envs.py.
+    assert!(
+        text.contains(
+            "  instead VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm needs no edit of \
+             vllm/distributed/device_communicators/flashinfer_all_reduce.py (read at vllm/envs.py:"
+        ),
+        "{text}"
+    );
+
+    let after = audit_at(site.path(), &targets);
+    let tables_after = vllm_tables(&after);
+    assert_eq!(tables_after.len(), tables.len(), "{tables_after:?}");
+    assert!(
+        tables_after.iter().all(|(_, a)| a == "yes"),
+        "{tables_after:?}"
+    );
+    // Nothing moves at sm_90/100/103: every gate keeps its admission there; the new ones are
+    // the inserted SM12x check and the trtllm tests whose backend it now decides, all in the
+    // backend choice's file.
+    let (old, new) = (admissions_by_text(&before), admissions_by_text(&after));
+    for (key, admits) in &old {
+        assert_eq!(new.get(key), Some(admits), "{key:?}");
+    }
+    for key in new.keys().filter(|k| !old.contains_key(*k)) {
+        assert_eq!(
+            key.0, "vllm/distributed/device_communicators/flashinfer_all_reduce.py",
+            "a gate appeared outside the backend choice: {key:?}"
+        );
+    }
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        hash_tree(site.path()),
+        before_bytes,
+        "revert is byte-identical"
+    );
 }
 
 #[test]

@@ -126,7 +126,8 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         .collect();
     let mut all = selected.clone();
     all.extend(fixes.iter().copied());
-    let plan = plan::plan(&all, &input);
+    let mut plan = plan::plan(&all, &input);
+    crate::patch::overrides::attach(&mut plan, &rules.overrides, &site);
     fault::point("plan made");
     print!("{}", render::plan(&plan, args.target));
     print!("{}", render::no_fixes(&synthesized));

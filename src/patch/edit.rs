@@ -157,6 +157,8 @@ enum Matcher {
         tokens: Vec<String>,
     },
     Statement(StatementPattern),
+    /// The right side of an assignment to this name.
+    AssignedTo(String),
 }
 
 impl Matcher {
@@ -168,6 +170,7 @@ impl Matcher {
             AnchorTarget::Statement(text) => statement_tokens(text)
                 .map(Matcher::Statement)
                 .ok_or_else(|| format!("anchor `{text}` is not a Python statement or header")),
+            AnchorTarget::Assignment(name) => Ok(Matcher::AssignedTo(name.clone())),
         }
     }
 
@@ -176,6 +179,13 @@ impl Matcher {
             Matcher::Expression { kind, tokens: want } => {
                 node.kind() == *kind && tokens(node, src) == *want
             }
+            Matcher::AssignedTo(name) => node.parent().is_some_and(|assign| {
+                assign.kind() == "assignment"
+                    && assign.child_by_field_name("right") == Some(node)
+                    && assign.child_by_field_name("left").is_some_and(|left| {
+                        left.kind() == "identifier" && &src[left.byte_range()] == name.as_bytes()
+                    })
+            }),
             Matcher::Statement(pattern) => {
                 is_statement(node)
                     && match pattern {
@@ -190,6 +200,11 @@ impl Matcher {
 }
 
 fn hit(node: Node, src: &[u8]) -> Hit {
+    // A table is shown by its assignment (`SIZES: dict[...] = {`), not by its opening brace.
+    let node = match node.parent() {
+        Some(assign) if node.kind() == "dictionary" && assign.kind() == "assignment" => assign,
+        _ => node,
+    };
     let text = String::from_utf8_lossy(&src[node.byte_range()]);
     let first_line = text.lines().next().unwrap_or("").trim().to_string();
     Hit {
@@ -201,7 +216,7 @@ fn hit(node: Node, src: &[u8]) -> Hit {
 /// When the anchor is gone, is the edit's result there instead? The result is found by
 /// applying the action to the anchor's own text and searching for that.
 fn applied_form(root: Node, src: &[u8], anchor: &Anchor, action: &Action) -> Option<Hit> {
-    if let Action::InsertAfter(_) = action {
+    if let Action::InsertAfter(_) | Action::AddKey { .. } = action {
         return None; // its anchor stays; handled where the anchor matches
     }
     let applied_texts: Vec<String> = match (action, &anchor.target) {
@@ -233,6 +248,7 @@ fn applied_form(root: Node, src: &[u8], anchor: &Anchor, action: &Action) -> Opt
         let target = match &anchor.target {
             AnchorTarget::Gate(_) => AnchorTarget::Gate(text),
             AnchorTarget::Statement(_) => AnchorTarget::Statement(text),
+            AnchorTarget::Assignment(_) => return None,
         };
         let probe = Anchor {
             function: anchor.function.clone(),
@@ -269,6 +285,11 @@ fn anchored(node: Node, src: &[u8], action: &Action) -> EditState {
             text: reindent_continuation(text, &indent_of(node, src)),
         }]),
         Action::InsertAfter(text) => insert_after(node, src, text),
+        Action::AddKey { key, value } => match add_key(node, src, key, value) {
+            Ok(Some(r)) => ready(vec![r]),
+            Ok(None) => EditState::Applied { hit: at },
+            Err(why) => EditState::NoMatch(why),
+        },
         Action::EnsureImport { .. } => EditState::NoMatch("ensure_import takes no anchor".into()),
     }
 }
@@ -406,6 +427,99 @@ fn add_member(node: Node, src: &[u8], member: &str) -> Result<Option<Replacement
             start: last.end_byte(),
             end: last.end_byte(),
             text: format!(", {member}"),
+        },
+    }))
+}
+
+/// Adds `key: value` to the dict literal at the anchor, after its last row and in its layout:
+/// on a line of its own at the rows' indentation when the rows are one per line, else inline.
+/// `None` when the key is already there (the edit is applied, whatever its row).
+fn add_key(node: Node, src: &[u8], key: &str, value: &str) -> Result<Option<Replacement>, String> {
+    if node.kind() != "dictionary" {
+        return Err(format!(
+            "add_key: the anchor is a {}, not a dict literal",
+            node.kind().replace('_', " ")
+        ));
+    }
+    let want = expression_tokens(key).map(|(t, _)| t);
+    let mut cursor = node.walk();
+    let pairs: Vec<Node> = node
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    if pairs.iter().any(|p| p.kind() != "pair") {
+        return Err("add_key: the dict has an entry that is not `key: value` (a ** splat)".into());
+    }
+    if pairs.iter().any(|p| {
+        p.child_by_field_name("key")
+            .is_some_and(|k| Some(owned(tokens(k, src))) == want)
+    }) {
+        return Ok(None);
+    }
+    let Some(last) = pairs.last() else {
+        let close = node.end_byte() - 1;
+        return Ok(Some(Replacement {
+            start: close,
+            end: close,
+            text: format!("{key}: {value}"),
+        }));
+    };
+    // The comma after the last row, if any (comments may sit between).
+    let mut after = last.next_sibling();
+    while let Some(n) = after.filter(|n| n.kind() == "comment") {
+        after = n.next_sibling();
+    }
+    let comma = after.filter(|n| n.kind() == ",");
+    let one_per_line = pairs.len() > 1
+        && pairs
+            .windows(2)
+            .all(|w| w[1].start_position().row > w[0].end_position().row)
+        || pairs.len() == 1 && last.start_position().row > node.start_position().row;
+    let row = if one_per_line {
+        let line_start = src[..last.start_byte()]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let indent = String::from_utf8_lossy(&src[line_start..last.start_byte()]).to_string();
+        format!("\n{indent}{key}: {value},")
+    } else {
+        format!(" {key}: {value}")
+    };
+    // After the comma that ends the last row, or after the row with a comma of its own;
+    // a comment at the end of the last row's line stays on that line.
+    let end_of_row_line = |at: usize| {
+        let mut n = last.next_sibling();
+        let mut end = at;
+        while let Some(c) = n {
+            if c.kind() == "comment" && c.start_position().row == last.end_position().row {
+                end = c.end_byte();
+            } else if c.kind() != "," {
+                break;
+            }
+            n = c.next_sibling();
+        }
+        end
+    };
+    Ok(Some(match comma {
+        Some(comma) if one_per_line => Replacement {
+            start: end_of_row_line(comma.end_byte()),
+            end: end_of_row_line(comma.end_byte()),
+            text: row,
+        },
+        Some(comma) => Replacement {
+            start: comma.end_byte(),
+            end: comma.end_byte(),
+            text: format!("{row},"),
+        },
+        None if one_per_line => Replacement {
+            start: last.end_byte(),
+            end: last.end_byte(),
+            text: format!(",{}", row.trim_end_matches(',')),
+        },
+        None => Replacement {
+            start: last.end_byte(),
+            end: last.end_byte(),
+            text: format!(",{row}"),
         },
     }))
 }
@@ -664,6 +778,49 @@ mod tests {
         let (state, new) = run("x = [9, 10, 12]\n", gate("[9, 10]", None), act("12"));
         assert!(matches!(state, EditState::Applied { .. }), "{state:?}");
         assert_eq!(new, "x = [9, 10, 12]\n");
+    }
+
+    #[test]
+    fn add_key_extends_a_table_in_its_layout() {
+        let table = |name: &str| {
+            Some(Anchor {
+                function: None,
+                target: AnchorTarget::Assignment(name.into()),
+            })
+        };
+        let act = |k: &str, v: &str| Action::AddKey {
+            key: k.into(),
+            value: v.into(),
+        };
+        // One row per line, trailing comma, a comment on the last row's line.
+        let src = "# sizes\nSIZES: dict[int, dict[int, float]] = {\n    90: {\n        2: 64,\n    },\n    100: {2: 64},  # MB\n}\nuse = SIZES\n";
+        let (_, new) = run(src, table("SIZES"), act("120", "{2: 64, 4: 2}"));
+        assert_eq!(
+            new,
+            "# sizes\nSIZES: dict[int, dict[int, float]] = {\n    90: {\n        2: 64,\n    },\n    100: {2: 64},  # MB\n    120: {2: 64, 4: 2},\n}\nuse = SIZES\n"
+        );
+        let (state, again) = run(&new, table("SIZES"), act("120", "{2: 1}"));
+        assert!(matches!(state, EditState::Applied { .. }), "{state:?}");
+        assert_eq!(again, new);
+        // Without a trailing comma; inline.
+        let (_, new) = run(
+            "T = {\n    90: 1,\n    100: 2\n}\n",
+            table("T"),
+            act("120", "3"),
+        );
+        assert_eq!(new, "T = {\n    90: 1,\n    100: 2,\n    120: 3\n}\n");
+        let (_, new) = run("T = {90: 1, 100: 2}\n", table("T"), act("120", "3"));
+        assert_eq!(new, "T = {90: 1, 100: 2, 120: 3}\n");
+        let (_, new) = run("T = {}\n", table("T"), act("120", "3"));
+        assert_eq!(new, "T = {120: 3}\n");
+        // Only the assignment to that name; anything but a dict is refused.
+        let (state, _) = run("T = [90, 100]\n", table("T"), act("120", "3"));
+        assert!(
+            matches!(state, EditState::NoMatch(ref why) if why.contains("not a dict")),
+            "{state:?}"
+        );
+        let (state, _) = run("U = {90: 1}\n", table("T"), act("120", "3"));
+        assert!(matches!(state, EditState::NoMatch(_)), "{state:?}");
     }
 
     #[test]

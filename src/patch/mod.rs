@@ -3,9 +3,10 @@
 
 pub mod edit;
 pub mod model;
+pub mod overrides;
 pub mod plan;
 pub mod syntax;
 pub mod synth;
 
 pub use model::{Action, Anchor, AnchorTarget, Edit, FixClass, Patch, PatchSet, SynthInfo};
-pub use plan::{Decision, FileChange, PatchPlan, Plan, plan};
+pub use plan::{Alternative, Decision, FileChange, PatchPlan, Plan, plan};

@@ -36,6 +36,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "patches/sglang-ar-fusion-add-norm.toml",
         include_str!("../../patches/sglang-ar-fusion-add-norm.toml"),
     ),
+    (
+        "patches/vllm-ar-fusion-sm120.toml",
+        include_str!("../../patches/vllm-ar-fusion-sm120.toml"),
+    ),
 ];
 
 /// One validated patch.
@@ -107,12 +111,17 @@ pub enum AnchorTarget {
     Gate(String),
     /// A statement: its whole text, or for a compound statement its header (`if a and b`).
     Statement(String),
+    /// The value of the assignment to this name (`SIZES: dict[int, float] = {...}`): a table
+    /// whose rows `add_key` extends.
+    Assignment(String),
 }
 
 impl AnchorTarget {
     pub fn text(&self) -> &str {
         match self {
-            AnchorTarget::Gate(text) | AnchorTarget::Statement(text) => text,
+            AnchorTarget::Gate(text)
+            | AnchorTarget::Statement(text)
+            | AnchorTarget::Assignment(text) => text,
         }
     }
 }
@@ -130,6 +139,9 @@ pub enum Action {
     EnsureImport { module: String, name: String },
     /// Statements inserted after the anchored statement, at its indentation.
     InsertAfter(String),
+    /// A `key: value` row added to the dict literal at the anchor (an arch-keyed table gets
+    /// the target's key, with the row the patch states); applied when the key is there.
+    AddKey { key: String, value: String },
 }
 
 impl Action {
@@ -140,6 +152,7 @@ impl Action {
             Action::Replace(_) => "replace",
             Action::EnsureImport { .. } => "ensure_import",
             Action::InsertAfter(_) => "insert_after",
+            Action::AddKey { .. } => "add_key",
         }
     }
 }
@@ -175,6 +188,7 @@ struct AnchorToml {
     function: Option<String>,
     gate: Option<String>,
     statement: Option<String>,
+    assignment: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +199,14 @@ struct ActionToml {
     replace: Option<String>,
     ensure_import: Option<ImportToml>,
     insert_after: Option<String>,
+    add_key: Option<KeyToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyToml {
+    key: String,
+    value: String,
 }
 
 #[derive(Deserialize)]
@@ -375,6 +397,24 @@ fn validate_edit(
                 "insert_after needs a `statement` anchor".into(),
             ))
         }
+        (Action::AddKey { .. }, Some(a)) if matches!(a.target, AnchorTarget::Statement(_)) => {
+            Err(at(
+                action_span,
+                "add_key needs an `assignment` or `gate` anchor (the table)".into(),
+            ))
+        }
+        (_, Some(a))
+            if matches!(a.target, AnchorTarget::Assignment(_))
+                && !matches!(action, Action::AddKey { .. } | Action::Replace(_)) =>
+        {
+            Err(at(
+                action_span,
+                format!(
+                    "{} cannot take an `assignment` anchor (add_key or replace can)",
+                    action.name()
+                ),
+            ))
+        }
         _ => Ok(Edit {
             file,
             anchor,
@@ -403,14 +443,20 @@ fn action_of(action: ActionToml) -> std::result::Result<Action, String> {
     if let Some(text) = action.insert_after {
         found.push(Action::InsertAfter(text));
     }
+    if let Some(row) = action.add_key {
+        found.push(Action::AddKey {
+            key: row.key,
+            value: row.value,
+        });
+    }
     match found.len() {
         1 => {
             let action = found.pop().expect("one action");
             check_action_text(&action)?;
             Ok(action)
         }
-        0 => Err("an action needs one of or_extend, add_member, replace, ensure_import, insert_after".into()),
-        _ => Err("an action takes exactly one of or_extend, add_member, replace, ensure_import, insert_after".into()),
+        0 => Err("an action needs one of or_extend, add_member, add_key, replace, ensure_import, insert_after".into()),
+        _ => Err("an action takes exactly one of or_extend, add_member, add_key, replace, ensure_import, insert_after".into()),
     }
 }
 
@@ -422,6 +468,7 @@ fn check_action_text(action: &Action) -> std::result::Result<(), String> {
         Action::OrExtend(text) | Action::AddMember(text) => parses_as_expression(text),
         Action::Replace(text) => parses_as_expression(text) || parses_as_statements(text),
         Action::InsertAfter(text) => parses_as_statements(text),
+        Action::AddKey { key, value } => parses_as_expression(key) && parses_as_expression(value),
         Action::EnsureImport { module, name } => {
             let dotted = |s: &str| {
                 !s.is_empty()
@@ -443,15 +490,25 @@ fn check_action_text(action: &Action) -> std::result::Result<(), String> {
 }
 
 fn anchor_of(anchor: AnchorToml) -> std::result::Result<Anchor, String> {
-    let target = match (anchor.gate, anchor.statement) {
-        (Some(gate), None) => {
+    let target = match (anchor.gate, anchor.statement, anchor.assignment) {
+        (Some(gate), None, None) => {
             if !super::syntax::parses_as_expression(&gate) {
                 return Err(format!("anchor gate `{gate}` is not a Python expression"));
             }
             AnchorTarget::Gate(gate)
         }
-        (None, Some(statement)) => AnchorTarget::Statement(statement),
-        _ => return Err("an anchor takes exactly one of `gate` or `statement`".into()),
+        (None, Some(statement), None) => AnchorTarget::Statement(statement),
+        (None, None, Some(name)) => {
+            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return Err(format!("anchor assignment `{name}` is not a Python name"));
+            }
+            AnchorTarget::Assignment(name)
+        }
+        _ => {
+            return Err(
+                "an anchor takes exactly one of `gate`, `statement` or `assignment`".into(),
+            );
+        }
     };
     Ok(Anchor {
         function: anchor.function,
@@ -536,6 +593,9 @@ impl Patch {
                 match &anchor.target {
                     AnchorTarget::Gate(text) => parts.push(format!("gate = {}", q(text))),
                     AnchorTarget::Statement(text) => parts.push(format!("statement = {}", q(text))),
+                    AnchorTarget::Assignment(name) => {
+                        parts.push(format!("assignment = {}", q(name)))
+                    }
                 }
                 out.push_str(&format!("anchor = {{ {} }}\n", parts.join(", ")));
             }
@@ -544,6 +604,9 @@ impl Patch {
                 Action::AddMember(t) => format!("add_member = {}", q(t)),
                 Action::Replace(t) => format!("replace = {}", q(t)),
                 Action::InsertAfter(t) => format!("insert_after = {}", q(t)),
+                Action::AddKey { key, value } => {
+                    format!("add_key = {{ key = {}, value = {} }}", q(key), q(value))
+                }
                 Action::EnsureImport { module, name } => format!(
                     "ensure_import = {{ from = {}, name = {} }}",
                     q(module),

@@ -45,6 +45,19 @@ pub struct PatchPlan<'p> {
     pub kernels: Vec<KernelCheck>,
     /// The installed version of the patch's distribution.
     pub dist_version: Option<String>,
+    /// Switches of the package that select what an edit opens, with no edit (`overrides`).
+    pub alternatives: Vec<Alternative>,
+}
+
+/// A switch the user can set instead of an edit (a `[[override]]` rule the site confirms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alternative {
+    pub switch: String,
+    /// `file:line` where the package reads it.
+    pub read_at: String,
+    /// The edited file it stands in for.
+    pub instead_of: String,
+    pub says: String,
 }
 
 /// One file's change, shared by every ready patch that touches it.
@@ -96,6 +109,7 @@ pub fn plan<'p>(patches: &[&'p Patch], input: &PlanInput) -> Plan<'p> {
             hits: Vec::new(),
             kernels: Vec::new(),
             dist_version: dist_version.clone(),
+            alternatives: Vec::new(),
         };
         if let Some(why) = not_for_site(patch, dist_version.as_deref(), input.target) {
             plan.decision = Decision::NotForSite(why);
@@ -155,7 +169,7 @@ pub fn plan<'p>(patches: &[&'p Patch], input: &PlanInput) -> Plan<'p> {
 }
 
 /// Distribution names compare as PEP 503 does (`flashinfer_python` = `flashinfer-python`).
-fn normalise(name: &str) -> String {
+pub fn normalise(name: &str) -> String {
     name.to_ascii_lowercase().replace(['_', '.'], "-")
 }
 

@@ -163,6 +163,10 @@ impl Ctx<'_> {
         let (Some(dist), Some(version)) = (&gate.dist, &gate.dist_version) else {
             return Err("the gate's file belongs to no installed distribution".into());
         };
+        // A table's new row is data gatefix cannot invent; a curated patch states it.
+        if gate.form == crate::gate::predicate::Form::ArchTable {
+            return Err(no_fix_reason(gate));
+        }
         let path = site_path(&self.input.site.root, &gate.file)?;
         let src = std::fs::read(&path).map_err(|e| format!("{}: {e}", gate.file))?;
         let tree = parse(&src).ok_or("the parser gave up")?;
@@ -792,6 +796,7 @@ fn no_fix_reason(gate: &Gate) -> String {
             "no synthesizable edit for a {}: what is compiled changes, which needs every kernel layer's answer",
             gate.form.name()
         ),
+        Form::ArchTable => "no synthesizable edit for an arch-table: the target's key needs a row of values, which a curated patch states (`add_key`)".to_string(),
         Form::SmCompare | Form::CapabilityCompare => format!(
             "no synthesizable edit for a {} that is not an equality or membership on a literal (a range compare)",
             gate.form.name()

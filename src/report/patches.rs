@@ -50,6 +50,13 @@ pub fn plan(plan: &Plan, target: Arch) -> String {
         for (file, hit) in &patch.hits {
             let _ = writeln!(out, "  gate    {file}:{}  {}", hit.line, hit.text);
         }
+        for alt in &patch.alternatives {
+            let _ = writeln!(
+                out,
+                "  instead {} needs no edit of {} (read at {}): {}",
+                alt.switch, alt.instead_of, alt.read_at, alt.says
+            );
+        }
         if let Decision::Refused(lines) = &patch.decision {
             // The refusal lines carry the evidence of the missing kernels themselves.
             for (i, line) in lines.iter().enumerate() {
