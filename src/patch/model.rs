@@ -635,3 +635,51 @@ impl Patch {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_patches_read_back_from_their_own_toml() {
+        let set = PatchSet::load(None).expect("the shipped patches load");
+        assert!(set.get("vllm-ar-fusion-sm120").is_some());
+        for patch in &set.patches {
+            let again = parse_patch(Path::new("again.toml"), &patch.to_toml())
+                .unwrap_or_else(|e| panic!("{}: {e}", patch.id));
+            let edits = |p: &Patch| {
+                p.edits
+                    .iter()
+                    .map(|e| (e.file.clone(), e.anchor.clone(), e.action.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(edits(&again), edits(patch), "{}", patch.id);
+            assert_eq!(again.versions_text, patch.versions_text);
+        }
+    }
+
+    #[test]
+    fn an_assignment_anchor_takes_add_key_or_replace_only() {
+        let patch = |action: &str| {
+            format!(
+                "id = \"t\"\nsummary = \"s\"\ndist = \"d\"\nversions = \">=1\"\ntargets = [\"sm_120\"]\n\
+                 [[edit]]\nfile = \"m.py\"\nanchor = {{ assignment = \"SIZES\" }}\naction = {{ {action} }}\n"
+            )
+        };
+        assert!(
+            parse_patch(
+                Path::new("t.toml"),
+                &patch("add_key = { key = \"120\", value = \"{2: 1}\" }")
+            )
+            .is_ok()
+        );
+        let err = parse_patch(Path::new("t.toml"), &patch("or_extend = \"x\"")).unwrap_err();
+        assert!(err.to_string().contains("or_extend"), "{err}");
+        let err = parse_patch(
+            Path::new("t.toml"),
+            &patch("add_key = { key = \"120\", value = \"{2:\" }"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("not valid Python"), "{err}");
+    }
+}
