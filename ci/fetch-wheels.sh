@@ -15,6 +15,16 @@ pins=(
   # A release between them, with the flashinfer it pins.
   "sglang==0.5.10"
   "flashinfer-python==0.6.7.post2"
+  # Releases the shipped sglang patches span (tests/real_apply.rs checks their anchors on
+  # each): 0.5.5.post1/post3 and 0.5.7 (communicator, auto-enable-deepseek), 0.5.8 and
+  # 0.5.13.post1 (communicator-0510), 0.5.21 and 0.5.22 (add-norm). sglang only.
+  "sglang==0.5.5.post1"
+  "sglang==0.5.5.post3"
+  "sglang==0.5.7"
+  "sglang==0.5.8"
+  "sglang==0.5.13.post1"
+  "sglang==0.5.21"
+  "sglang==0.5.22"
   # vllm with the flashinfer it pins.
   "vllm==0.33.0"
   "flashinfer-python==0.7.2.post1"

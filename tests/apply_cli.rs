@@ -350,7 +350,7 @@ fn patch_files_that_escape_or_break_are_errors_with_a_position() {
             "must be a .py file relative to the site root",
         ),
         (
-            good.replace("versions = \">=0.5.5, <0.5.6\"", "versions = \">=banana\""),
+            good.replace("versions = \">=0.5.5, <0.5.8\"", "versions = \">=banana\""),
             "not a PEP 440 version range",
         ),
         (

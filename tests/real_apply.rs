@@ -522,3 +522,88 @@ fn sglang_0523_reapply_without_its_ledger_says_the_site_has_no_way_back() {
         "{err}"
     );
 }
+
+// ----- Shipped patches that span releases (issue 16 item 4) -------------------------------
+
+/// The shipped patch `id`: the files its edits touch, and how many of its edits have an anchor.
+fn shipped_patch_files(id: &str) -> (Vec<String>, usize) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("patches/{id}.toml"));
+    let patch: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    let edits = patch["edit"].as_array().unwrap();
+    let mut files: Vec<String> = edits
+        .iter()
+        .map(|e| e["file"].as_str().unwrap().to_string())
+        .collect();
+    files.sort();
+    files.dedup();
+    let anchored = edits.iter().filter(|e| e.get("anchor").is_some()).count();
+    (files, anchored)
+}
+
+/// A site of one real sglang wheel, cut down to its `.dist-info` and `files` (the kernel
+/// index then has nothing to scan, so each dry run takes a second, not a minute).
+fn sglang_files_site(version: &str, files: &[String]) -> tempfile::TempDir {
+    let full = wheel_site(&[&format!("sglang-{version}-")]);
+    let site = tempfile::tempdir().unwrap();
+    let info = format!("sglang-{version}.dist-info");
+    common::fixture::copy_tree(&full.path().join(&info), &site.path().join(&info));
+    for file in files {
+        let to = site.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(full.path().join(file), &to)
+            .unwrap_or_else(|e| panic!("sglang {version} has {file}: {e}"));
+    }
+    site
+}
+
+/// Each shipped sglang patch on three real releases of its `versions` range: every anchor
+/// matches exactly once and the edited files re-parse, so the plan reaches the kernel check
+/// (refused here: the cut-down site holds no flashinfer), never an anchor conflict; nothing
+/// is written. Over the flashinfer-python each release pinned, 0.5.5 ... 0.5.13.post1 are
+/// refused ([9, 10]) and 0.5.21 ... 0.5.23 ready (0.6.18, 0.7.1, 0.7.2: [9, 10, 12]).
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn shipped_patches_match_every_anchor_on_three_releases_of_their_range() {
+    let spans: [(&str, [&str; 3]); 4] = [
+        (
+            "sglang-ar-fusion-communicator",
+            ["0.5.5", "0.5.5.post3", "0.5.7"],
+        ),
+        (
+            "sglang-ar-fusion-auto-enable-deepseek",
+            ["0.5.5", "0.5.5.post1", "0.5.5.post3"],
+        ),
+        (
+            "sglang-ar-fusion-communicator-0510",
+            ["0.5.8", "0.5.10", "0.5.13.post1"],
+        ),
+        ("sglang-ar-fusion-add-norm", ["0.5.21", "0.5.22", "0.5.23"]),
+    ];
+    for (id, versions) in spans {
+        let (files, anchored) = shipped_patch_files(id);
+        for version in versions {
+            let site = sglang_files_site(version, &files);
+            let before = hash_tree(site.path());
+            let out = apply(site.path(), &["--dry-run", "--patch", id]);
+            let text = stdout(&out);
+            assert!(
+                !text.contains("NOT APPLICABLE"),
+                "{id} on {version}: {text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "{id} (sglang {version}): REFUSED: no kernel for sm_120"
+                )),
+                "{id} on {version}: {text}{}",
+                stderr(&out)
+            );
+            assert_eq!(out.status.code(), Some(3), "{id} on {version}");
+            let gates = text.lines().filter(|l| l.starts_with("  gate    ")).count();
+            assert_eq!(
+                gates, anchored,
+                "{id} on {version}: every anchor found: {text}"
+            );
+            assert_eq!(hash_tree(site.path()), before, "{id} on {version}");
+        }
+    }
+}
