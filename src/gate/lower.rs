@@ -84,14 +84,11 @@ pub fn lower_module(
     is_package: bool,
     tokens: &Tokens,
 ) -> ModuleIr {
-    lower_parsed(src, tree, module, is_package, tokens, None, &[], &[])
+    lower_parsed(src, tree, module, is_package, tokens, None, &[])
 }
 
 /// Lowers a tree parsed from only some statements (`chunks::relevant_ranges`): functions
 /// that were split are marked incomplete, so inference asks for the whole module instead.
-/// `imported_device_names` are names this file imports that another module binds from the
-/// device (`gate::exports`): a use of one is a candidate site, as a token's is.
-#[allow(clippy::too_many_arguments)]
 pub fn lower_parsed<'a>(
     src: &'a [u8],
     tree: &'a Tree,
@@ -100,7 +97,6 @@ pub fn lower_parsed<'a>(
     tokens: &Tokens,
     ranges: Option<&[(usize, usize)]>,
     parameter_names: &'a [String],
-    imported_device_names: &[String],
 ) -> ModuleIr {
     let mut lowerer = Lowerer {
         ranges,
@@ -125,50 +121,13 @@ pub fn lower_parsed<'a>(
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
     };
-    for name in imported_device_names {
-        lowerer.add_archy_name(name.clone());
-    }
     let root = tree.root_node();
     if root.has_error() {
         collect_errors(root, &mut lowerer.ir.parse_errors);
     }
     lowerer.block(root);
     lowerer.ir.too_deep = lowerer.too_deep.take();
-    let mut ir = lowerer.ir;
-    ir.device_exports.sort_unstable();
-    ir.device_exports.dedup();
-    // A helper is a device name for its importers when it decides something on the device;
-    // one that only builds a JIT spec for fixed arches (`gen_trtllm_comm_module()`) is no
-    // decision where it is called (its arch list is a gate of its own, here).
-    let not_deciding = |site: &Site| {
-        matches!(
-            site.kind,
-            SiteKind::JitArchList | SiteKind::Decorator | SiteKind::MinCapability
-        )
-    };
-    let jit_calls: HashSet<usize> = ir
-        .sites
-        .iter()
-        .filter(|site| not_deciding(site))
-        .map(|site| site.byte)
-        .collect();
-    let deciding: HashSet<usize> = ir
-        .sites
-        .iter()
-        .filter(|site| !not_deciding(site) && !jit_calls.contains(&site.byte))
-        .filter_map(|site| site.function)
-        .collect();
-    let ModuleIr {
-        device_exports,
-        function_index,
-        ..
-    } = &mut ir;
-    device_exports.retain(|name| {
-        function_index
-            .get(name)
-            .is_none_or(|index| deciding.contains(index))
-    });
-    ir
+    lowerer.ir
 }
 
 fn collect_errors(node: Node, out: &mut Vec<(u32, u32)>) {
@@ -236,11 +195,6 @@ impl<'a> Lowerer<'a> {
     }
 
     fn add_archy_name(&mut self, name: String) {
-        // A module-level binding (a flag, a top-level helper, an import of one) is what other
-        // modules can import: `gate::exports` looks for files that do.
-        if self.at_module_level() {
-            self.ir.device_exports.push(name.clone());
-        }
         if self.archy_names.len() < MAX_ARCHY_FINDERS && !self.archy_names.contains(&name) {
             self.archy_finders
                 .push(memchr::memmem::Finder::new(name.as_bytes()).into_owned());
