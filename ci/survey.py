@@ -22,6 +22,11 @@ Where it falls back on a name alone, the site says `"guess": true`: a parameter 
 capability (PARAM_GUESSES) with no caller that passes a device value, or a method called on an
 object of unknown class whose every definition in the site is a device predicate.
 
+Code that a platform fact rules out on NVIDIA (the arm of `if _is_hip:`, `elif is_musa():`,
+the rest of `not _is_hip or cap < (9, 4)`) is interpreted for its bindings but lists no sites:
+its comparisons are another vendor's (AMD gfx942 reports major 9, Moore Threads MUSA major 3),
+not NVIDIA decision sites.
+
 Each site is evaluated at sm_120 (capability (12, 0) on NVIDIA: PLATFORM_FACTS) where the
 survey can tell: "true", "false" or "unknown". Sites are atoms (one comparison, one call), with
 1-based lines and character columns, the end exclusive.
@@ -707,8 +712,17 @@ class Ctx:
         elif t is ast.If:
             c = self.test(st.test, env)
             tc = truth(c)
-            b_env, b_term = self.branch(st.body, env)
-            o_env, o_term = self.branch(st.orelse, env)
+            # an arm that a platform fact rules out runs on no NVIDIA GPU: its comparisons are
+            # ROCm's, MUSA's, ... (gfx942 reports major 9 too), not NVIDIA decision sites
+            platform = c.kind == "platform" and not c.dev
+            if platform and tc is False:
+                b_env, b_term = self.unrecorded(lambda: self.branch(st.body, env))
+            else:
+                b_env, b_term = self.branch(st.body, env)
+            if platform and tc is True:
+                o_env, o_term = self.unrecorded(lambda: self.branch(st.orelse, env))
+            else:
+                o_env, o_term = self.branch(st.orelse, env)
             if tc is True:
                 arms = [(b_env, b_term)]
             elif tc is False:
@@ -901,6 +915,15 @@ class Ctx:
         finally:
             self.in_test = old
 
+    def unrecorded(self, run):
+        """Runs `run` (code no NVIDIA GPU reaches) keeping its bindings but not its sites."""
+        old = self.record
+        self.record = False
+        try:
+            return run()
+        finally:
+            self.record = old
+
     def site(self, node, kind, v, extra=None):
         if not self.record:
             return
@@ -965,8 +988,19 @@ class Ctx:
             return self.compare(node, env)
         if t is ast.BoolOp:
             vals = []
+            dead = False
             for x in node.values:
-                vals.append(self.eval(x, env) if self.in_test else self.eval_bool_operand(x, env))
+                if dead:
+                    # past a platform fact that decides the operator: never run on NVIDIA
+                    self.unrecorded(lambda: self.eval(x, env))
+                    continue
+                v = self.eval(x, env) if self.in_test else self.eval_bool_operand(x, env)
+                vals.append(v)
+                tv = truth(v)
+                if v.kind == "platform" and not v.dev and tv is (not isinstance(node.op, ast.And)):
+                    dead = True
+            if dead:
+                return V(vals[-1].val, False, False, "platform")
             dev = any(v.dev for v in vals)
             guess = any(v.guess for v in vals)
             result = UNK
@@ -988,7 +1022,8 @@ class Ctx:
             if isinstance(node.op, ast.Not):
                 v = self.eval(node.operand, env) if self.in_test else self.eval_bool_operand(node.operand, env)
                 tv = truth(v)
-                return V(UNK if tv is None else (not tv), v.dev, v.guess, "bool" if v.dev else None)
+                kind = "bool" if v.dev else "platform" if v.kind == "platform" else None
+                return V(UNK if tv is None else (not tv), v.dev, v.guess, kind)
             v = self.eval(node.operand, env)
             try:
                 val = {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x}[type(node.op)](v.val) if not isinstance(v.val, Unknown) else UNK
@@ -1008,9 +1043,10 @@ class Ctx:
             return V(val, a.dev or b.dev, a.guess or b.guess, kind)
         if t is ast.IfExp:
             c = self.test(node.test, env)
-            a = self.eval(node.body, env)
-            b = self.eval(node.orelse, env)
             tc = truth(c)
+            platform = c.kind == "platform" and not c.dev
+            a = self.unrecorded(lambda: self.eval(node.body, env)) if platform and tc is False else self.eval(node.body, env)
+            b = self.unrecorded(lambda: self.eval(node.orelse, env)) if platform and tc is True else self.eval(node.orelse, env)
             # the value is the device's only when an arm is (a value chosen by a device test
             # is not itself a device value: the test is the site)
             r = a if tc is True else b if tc is False else join(a, b)
@@ -1250,16 +1286,19 @@ class Ctx:
             return r
         f = fv.val
         if isinstance(f, tuple) and len(f) == 2 and f[0] == "fact":
-            return V(PLATFORM_FACTS[f[1]])
+            return V(PLATFORM_FACTS[f[1]], kind="platform")
         if isinstance(f, tuple) and len(f) == 3 and f[0] == "method" and f[1] == "to_int":
             cap = f[2]
             if isinstance(cap.val, Cap):
                 return V(cap.val[0] * 10 + cap.val[1], True, cap.guess, "int")
             return V(UNK, True, cap.guess, "int")
-        if isinstance(node.func, ast.Name) and node.func.id in PLATFORM_FACTS and isinstance(f, Unknown):
-            return V(PLATFORM_FACTS[node.func.id])
-        if isinstance(node.func, ast.Attribute) and name in PLATFORM_FACTS and isinstance(f, Unknown):
-            return V(PLATFORM_FACTS[name])
+        # A probe named for its platform is that platform's probe wherever it is defined
+        # (sglang's `def is_hip(): return torch.version.hip is not None`), with no arguments.
+        probe = isinstance(f, (Unknown, FuncRef)) and not node.args and not node.keywords
+        if isinstance(node.func, ast.Name) and node.func.id in PLATFORM_FACTS and probe:
+            return V(PLATFORM_FACTS[node.func.id], kind="platform")
+        if isinstance(node.func, ast.Attribute) and name in PLATFORM_FACTS and probe:
+            return V(PLATFORM_FACTS[name], kind="platform")
         if name in ("lru_cache", "cache", "wraps", "cached") and isinstance(f, Unknown):
             if args and isinstance(args[0].val, (FuncRef, Partial)):
                 return args[0]

@@ -36,6 +36,9 @@ fn use_mimalloc_in_tree_sitter() {
     }
 }
 
+/// Stack of every thread that resolves gates (see `main`).
+const RESOLVER_STACK_BYTES: usize = 64 << 20;
+
 fn main() {
     use_mimalloc_in_tree_sitter();
     let cli = match Cli::try_parse() {
@@ -50,7 +53,23 @@ fn main() {
             std::process::exit(code);
         }
     };
-    match run(cli) {
+    // Resolution recurses once per name hop, call and expression level (`gate::resolve`,
+    // bounded by its depth limit and step budget); the default 2 MiB of a worker thread and
+    // 8 MiB of the main one are reserved, not committed, so room for the deepest chain costs
+    // nothing until it is used.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .stack_size(RESOLVER_STACK_BYTES)
+        .build_global();
+    let outcome = std::thread::Builder::new()
+        .stack_size(RESOLVER_STACK_BYTES)
+        .spawn(move || run(cli))
+        .map_err(|e| gatefix::error::Error::input(format!("cannot start the main thread: {e}")))
+        .and_then(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+    match outcome {
         Ok(code) => std::process::exit(code),
         Err(err) => {
             eprintln!("gatefix: error: {err}");

@@ -1,13 +1,16 @@
 //! The audit pipeline: walk the site, prefilter raw bytes, parse the hits in parallel, resolve
 //! their decision sites into gates, attribute each gate to its distribution. No policy here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use crate::gate::chunks::{CHUNK_MIN_FILE_BYTES, relevant_ranges_at, whole_word_starts};
+use crate::gate::chunks::{
+    CHUNK_MIN_FILE_BYTES, is_identifier_byte, relevant_ranges_at, whole_word_starts,
+};
+use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
@@ -335,8 +338,14 @@ pub fn scan_overlay(
                             skipped("skipped: not a Python module path".into())
                         };
                     };
-                    let ir = match lowering.lower(bytes, &module, is_package, &parameter_names, &[])
-                    {
+                    let ir = match lowering.lower(
+                        bytes,
+                        &module,
+                        is_package,
+                        &parameter_names,
+                        &[],
+                        &[],
+                    ) {
                         Lowered::Ir(ir) => *ir,
                         Lowered::Nothing => return FileOutcome::Nothing,
                         Lowered::ParserGaveUp => {
@@ -394,6 +403,25 @@ pub fn scan_overlay(
         }
     }
 
+    // Files that import a name another module binds from the device (`gate::exports`).
+    let imported = lower_importers(
+        &mut lowered,
+        &files,
+        &site.root,
+        overlay,
+        &lowering,
+        &parameter_names,
+        &resolve,
+        options.max_file_bytes,
+    );
+    if timings {
+        eprintln!(
+            "scan: importers of device names ({} modules) {:?}",
+            imported.len(),
+            clock.elapsed()
+        );
+    }
+
     // Parameters that callers feed device values: their modules are lowered again with those
     // parameters taken as the device's (`gate::feed`). Only then are modules
     // handed to the index, so resolution never sees the first lowering of a fed module.
@@ -405,6 +433,7 @@ pub fn scan_overlay(
         rules,
         resolve: &resolve,
         parameter_names: &parameter_names,
+        imported: &imported,
         overlay,
         max_file_bytes: options.max_file_bytes,
         last_index: None,
@@ -548,6 +577,136 @@ pub fn scan_overlay(
     }
 }
 
+/// Lowers, in rounds, the files that import a name another lowered module binds from the
+/// device (`gate::exports`), with that name taken as arch-dependent; a file lowered before
+/// is lowered again in place. Returns, by module, the names each was lowered with.
+#[allow(clippy::too_many_arguments)]
+fn lower_importers(
+    lowered: &mut Vec<(String, SharedModule, Vec<Warning>)>,
+    files: &[PathBuf],
+    root: &Path,
+    overlay: &HashMap<String, Vec<u8>>,
+    lowering: &FileLowering,
+    parameter_names: &[String],
+    resolve: &Tokens,
+    max_file_bytes: u64,
+) -> HashMap<String, Vec<String>> {
+    let mut imported: HashMap<String, Vec<String>> = HashMap::new();
+    // Names with a token are found by the prefilter in every file that uses them.
+    let exports_of = |module: &ModuleIr| -> BTreeSet<String> {
+        module
+            .device_exports
+            .iter()
+            .filter(|name| !resolve.hit(name.as_bytes()))
+            .cloned()
+            .collect()
+    };
+    let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, module, _) in lowered.iter() {
+        let names = exports_of(module);
+        if !names.is_empty() {
+            known.insert(module.module.clone(), names);
+        }
+    }
+    let mut fresh = known.clone();
+    for _round in 0..exports::MAX_ROUNDS {
+        let words: BTreeSet<&str> = fresh.values().flatten().map(String::as_str).collect();
+        if words.is_empty() {
+            break;
+        }
+        let Ok(finder) = aho_corasick::AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&words)
+        else {
+            break;
+        };
+        // (file, module, is_package, every name it imports from the device)
+        let found: Vec<(&PathBuf, String, bool, Vec<String>)> = files
+            .par_iter()
+            .filter_map(|file| {
+                let (module, is_package) = module_name(file)?;
+                let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
+                let hits = finder.find_iter(&bytes[..]).any(|m| {
+                    let before = m.start() > 0 && is_identifier_byte(bytes[m.start() - 1]);
+                    !before && !bytes.get(m.end()).is_some_and(|&b| is_identifier_byte(b))
+                });
+                if !hits {
+                    return None;
+                }
+                let names = exports::imported_device_names(&bytes, &module, is_package, &known);
+                let before = imported.get(&module);
+                if names.iter().all(|n| before.is_some_and(|b| b.contains(n))) {
+                    return None;
+                }
+                let mut all: BTreeSet<String> = names.into_iter().collect();
+                all.extend(before.into_iter().flatten().cloned());
+                Some((file, module, is_package, all.into_iter().collect()))
+            })
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        let relowered: Vec<Option<ModuleIr>> = found
+            .par_iter()
+            .map(|(file, module, is_package, names)| {
+                let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
+                match lowering.lower(&bytes, module, *is_package, parameter_names, &[], names) {
+                    Lowered::Ir(ir) => Some(*ir),
+                    Lowered::Nothing | Lowered::ParserGaveUp => None,
+                }
+            })
+            .collect();
+        fresh.clear();
+        let mut position: HashMap<String, usize> = HashMap::new();
+        for (i, (file, _, _)) in lowered.iter().enumerate() {
+            position.insert(file.clone(), i);
+        }
+        for ((file, module, _, names), ir) in found.into_iter().zip(relowered) {
+            let Some(ir) = ir else {
+                continue;
+            };
+            let new: BTreeSet<String> = exports_of(&ir)
+                .into_iter()
+                .filter(|n| known.get(&module).is_none_or(|k| !k.contains(n)))
+                .collect();
+            if !new.is_empty() {
+                known
+                    .entry(module.clone())
+                    .or_default()
+                    .extend(new.iter().cloned());
+                fresh.insert(module.clone(), new);
+            }
+            imported.insert(module, names);
+            let file = relative(Path::new(""), file);
+            let ir = std::sync::Arc::new(ir);
+            match position.get(&file) {
+                Some(&i) => lowered[i].1 = ir,
+                None => lowered.push((file, ir, Vec::new())),
+            }
+        }
+    }
+    lowered.sort_by(|a, b| a.0.cmp(&b.0));
+    imported
+}
+
+/// A file's bytes as the scan lowers them: the overlay's edited text, else the file's, unless
+/// it is over the size limit (the scan skipped it with a warning) or unreadable.
+fn read_for_lowering<'b>(
+    root: &Path,
+    file: &Path,
+    overlay: &'b HashMap<String, Vec<u8>>,
+    max_file_bytes: u64,
+) -> Option<std::borrow::Cow<'b, [u8]>> {
+    if let Some(bytes) = overlay.get(&relative(Path::new(""), file)) {
+        return Some(std::borrow::Cow::Borrowed(bytes));
+    }
+    let path = root.join(file);
+    if std::fs::metadata(&path).ok()?.len() > max_file_bytes {
+        return None;
+    }
+    std::fs::read(path).ok().map(std::borrow::Cow::Owned)
+}
+
 /// How the scan turns a file's text into its IR: the prefilter, the chunking and the
 /// lowering, with the parameter names taken as the device's.
 struct FileLowering<'a> {
@@ -586,6 +745,9 @@ impl FileLowering<'_> {
         token_starts
     }
 
+    /// `fed_names`: parameters callers feed the device's value (`gate::feed`);
+    /// `imported`: names the file imports that another module binds from the device
+    /// (`gate::exports`). Both are tokens of the file.
     fn lower(
         &self,
         bytes: &[u8],
@@ -593,8 +755,16 @@ impl FileLowering<'_> {
         is_package: bool,
         parameter_names: &[String],
         fed_names: &[String],
+        imported: &[String],
     ) -> Lowered {
-        let token_starts = self.token_starts(bytes, parameter_names, fed_names);
+        let mut token_starts = self.token_starts(bytes, parameter_names, fed_names);
+        if !imported.is_empty() {
+            for name in imported {
+                token_starts.extend(whole_word_starts(bytes, name));
+            }
+            token_starts.sort_unstable();
+            token_starts.dedup();
+        }
         if self.options.prefilter && token_starts.is_empty() {
             return Lowered::Nothing;
         }
@@ -616,6 +786,7 @@ impl FileLowering<'_> {
             self.resolve,
             ranges.as_deref(),
             parameter_names,
+            imported,
         )))
     }
 }
@@ -630,6 +801,8 @@ struct FedLowering<'a> {
     rules: &'a Rules,
     resolve: &'a Tokens,
     parameter_names: &'a [String],
+    /// What `lower_importers` found each module imports from the device.
+    imported: &'a HashMap<String, Vec<String>>,
     overlay: &'a HashMap<String, Vec<u8>>,
     max_file_bytes: u64,
     /// The index the last `device_arguments` built (kept for resolution when current).
@@ -655,10 +828,15 @@ impl Lowering for FedLowering<'_> {
         };
         let mut names = self.parameter_names.to_vec();
         names.extend(device_params.iter().cloned());
-        match self
-            .lowering
-            .lower(&bytes, module, file.is_package, &names, device_params)
-        {
+        let imported = self.imported.get(module).map_or(&[][..], Vec::as_slice);
+        match self.lowering.lower(
+            &bytes,
+            module,
+            file.is_package,
+            &names,
+            device_params,
+            imported,
+        ) {
             Lowered::Ir(ir) => Some(*ir),
             Lowered::Nothing | Lowered::ParserGaveUp => None,
         }

@@ -1234,7 +1234,7 @@ pub(crate) fn word_runs(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     byte_runs(text, is_identifier_byte).map(move |(start, end)| &text[start..end])
 }
 
-fn is_identifier_byte(c: u8) -> bool {
+pub(crate) fn is_identifier_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 

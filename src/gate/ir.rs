@@ -376,6 +376,10 @@ pub struct ModuleIr {
     pub too_deep: Vec<(u32, u32)>,
     /// Only some statements were parsed (`chunks`): a lookup that misses may need the rest.
     pub partial: bool,
+    /// Names bound at module level from the device (flags, top-level helpers, imports of
+    /// such names), sorted: other modules that import one hold a device value without a
+    /// token of their own (`gate::exports`).
+    pub device_exports: Vec<String>,
 }
 
 impl ModuleIr {

@@ -84,11 +84,14 @@ pub fn lower_module(
     is_package: bool,
     tokens: &Tokens,
 ) -> ModuleIr {
-    lower_parsed(src, tree, module, is_package, tokens, None, &[])
+    lower_parsed(src, tree, module, is_package, tokens, None, &[], &[])
 }
 
 /// Lowers a tree parsed from only some statements (`chunks::relevant_ranges`): functions
 /// that were split are marked incomplete, so inference asks for the whole module instead.
+/// `imported_device_names` are names this file imports that another module binds from the
+/// device (`gate::exports`): a use of one is a candidate site, as a token's is.
+#[allow(clippy::too_many_arguments)]
 pub fn lower_parsed<'a>(
     src: &'a [u8],
     tree: &'a Tree,
@@ -97,6 +100,7 @@ pub fn lower_parsed<'a>(
     tokens: &Tokens,
     ranges: Option<&[(usize, usize)]>,
     parameter_names: &'a [String],
+    imported_device_names: &[String],
 ) -> ModuleIr {
     let mut lowerer = Lowerer {
         ranges,
@@ -121,13 +125,61 @@ pub fn lower_parsed<'a>(
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
     };
+    for name in imported_device_names {
+        lowerer.add_archy_name(name.clone());
+    }
     let root = tree.root_node();
     if root.has_error() {
         collect_errors(root, &mut lowerer.ir.parse_errors);
     }
     lowerer.block(root);
     lowerer.ir.too_deep = lowerer.too_deep.take();
-    lowerer.ir
+    let mut ir = lowerer.ir;
+    // A helper is a device name for its importers when it decides something on the device;
+    // one that only builds a JIT spec for fixed arches (`gen_trtllm_comm_module()`) is no
+    // decision where it is called (its arch list is a gate of its own, here).
+    let not_deciding = |site: &Site| {
+        matches!(
+            site.kind,
+            SiteKind::JitArchList | SiteKind::Decorator | SiteKind::MinCapability
+        )
+    };
+    let jit_calls: HashSet<usize> = ir
+        .sites
+        .iter()
+        .filter(|site| not_deciding(site))
+        .map(|site| site.byte)
+        .collect();
+    let deciding: HashSet<usize> = ir
+        .sites
+        .iter()
+        .filter(|site| !not_deciding(site) && !jit_calls.contains(&site.byte))
+        .filter_map(|site| site.function)
+        .collect();
+    let ModuleIr {
+        device_exports,
+        function_index,
+        functions,
+        ..
+    } = &mut ir;
+    device_exports.retain(|name| {
+        function_index
+            .get(name)
+            .is_none_or(|index| deciding.contains(index))
+    });
+    // A top-level function that decides on a device-derived flag is a device name too, token
+    // or not (`def fusion_applies(n): return (_is_sm90 or _is_sm100) and ...`): the export
+    // set follows the decision sites, so an edit that spells a token into such a function
+    // (a synthesized `or is_sm120_supported()`) leaves it, and its importers, unchanged.
+    for &index in &deciding {
+        let function = &functions[index];
+        if function.parent.is_none() && function.class.is_none() {
+            device_exports.push(function.qualname.clone());
+        }
+    }
+    device_exports.sort_unstable();
+    device_exports.dedup();
+    ir
 }
 
 fn collect_errors(node: Node, out: &mut Vec<(u32, u32)>) {
@@ -195,6 +247,11 @@ impl<'a> Lowerer<'a> {
     }
 
     fn add_archy_name(&mut self, name: String) {
+        // A module-level binding (a flag, a top-level helper, an import of one) is what other
+        // modules can import: `gate::exports` looks for files that do.
+        if self.at_module_level() {
+            self.ir.device_exports.push(name.clone());
+        }
         if self.archy_names.len() < MAX_ARCHY_FINDERS && !self.archy_names.contains(&name) {
             self.archy_finders
                 .push(memchr::memmem::Finder::new(name.as_bytes()).into_owned());

@@ -1,6 +1,7 @@
 //! Gates: recognising decision sites, resolving them into predicates, classifying forms.
 
 pub mod chunks;
+pub mod exports;
 pub mod feed;
 pub mod index;
 pub mod ir;

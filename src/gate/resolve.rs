@@ -11,8 +11,16 @@ use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
 use super::tokens::Tokens;
 use crate::rules::{Fact, Rules};
 
-/// Resolution stops this many calls / name hops deep; the atom is then unknown.
+/// Resolution stops this many levels deep inside one frame (expression nesting, name hops,
+/// calls); the atom is then unknown.
 const MAX_DEPTH: u32 = 16;
+
+/// A function body or a module-level name is evaluated in a frame of its own, with the depth
+/// count started afresh, up to this many frames deep: what it is worth does not depend on how
+/// deep its caller stood (`x.py: helper()` reaching `get_device_sm()` through a flag and a
+/// probe in two other modules is as known as the probe's own site), and the frame count still
+/// bounds the recursion. Past it, a frame counts against the caller's depth as any level does.
+const MAX_FRAMES: u32 = 8;
 
 /// An abstract Python value.
 #[derive(Debug, Clone)]
@@ -168,6 +176,8 @@ thread_local! {
     static IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
         std::cell::RefCell::new(std::collections::HashSet::new());
     static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Frames open on this thread (`MAX_FRAMES`).
+    static FRAMES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// How many answers so far depended on where the resolver stood rather than on the code
     /// (a depth limit, the step budget, a cycle cut, a join limit). A value computed while
     /// this moved is not memoised: the caches are shared between threads, and a cut value
@@ -214,6 +224,19 @@ type Memo<K, T> = Mutex<HashMap<K, (T, Vec<String>)>>;
 /// and a value computed while something was cut short (depth, budget, cycle) is not kept,
 /// because it depends on where the resolver stood. The table is not locked while computing
 /// (the computation reads it again).
+/// Runs `evaluate` in a new frame (depth 0) while frames are left, else one level below
+/// `depth`.
+fn in_frame<T>(depth: u32, evaluate: impl FnOnce(u32) -> T) -> T {
+    let frames = FRAMES.with(|f| f.get());
+    if frames >= MAX_FRAMES {
+        return evaluate(depth + 1);
+    }
+    FRAMES.with(|f| f.set(frames + 1));
+    let value = evaluate(0);
+    FRAMES.with(|f| f.set(frames));
+    value
+}
+
 fn memoised<K: Eq + std::hash::Hash, T: Clone>(
     table: &Memo<K, T>,
     key: K,
@@ -916,7 +939,7 @@ impl<'a> Resolver<'a> {
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
         let cuts_before = cuts();
-        let val = self.global_uncached(module, name, depth);
+        let val = in_frame(depth, |depth| self.global_uncached(module, name, depth));
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
         if cuts() == cuts_before {
             self.globals
@@ -928,18 +951,21 @@ impl<'a> Resolver<'a> {
     }
 
     fn global_uncached(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
-        if depth > MAX_DEPTH {
-            cut();
-            return Some(Val::Unknown(format!(
-                "`{module}.{name}` is too deep to resolve"
-            )));
-        }
+        // A declared value or a known external ends the chain at once, however deep it is:
+        // a helper's device read (`get_device_sm`) reached through a caller in another
+        // module is as known as from its own module.
         let qualified = format!("{module}.{name}");
         if let Some(rule) = self.rules.value(&qualified) {
             return Some(rule_value(rule));
         }
         if let Some(builtin) = known_external(&qualified) {
             return Some(Val::Builtin(builtin));
+        }
+        if depth > MAX_DEPTH {
+            cut();
+            return Some(Val::Unknown(format!(
+                "`{module}.{name}` is too deep to resolve"
+            )));
         }
         let Some(ir) = self.index.get(module) else {
             if self.index.is_module(&qualified) {
@@ -1504,44 +1530,46 @@ impl<'a> Resolver<'a> {
         };
         let memo_key = (func.clone(), format!("{args:?}{kwargs:?}"));
         memoised(&self.calls, memo_key, || {
-            let mut env = HashMap::new();
-            for (i, param) in function.params.iter().enumerate() {
-                let value = args
-                    .get(i)
-                    .cloned()
-                    .or_else(|| {
-                        kwargs
-                            .iter()
-                            .find(|(k, _)| *k == param.name)
-                            .map(|(_, v)| v.clone())
-                    })
-                    .or_else(|| {
-                        param.default.as_ref().map(|d| {
-                            let scope = Scope {
-                                module: &ir,
-                                locals: Locals::None,
-                            };
-                            self.eval(d, scope, depth + 1)
+            in_frame(depth, |depth| {
+                let mut env = HashMap::new();
+                for (i, param) in function.params.iter().enumerate() {
+                    let value = args
+                        .get(i)
+                        .cloned()
+                        .or_else(|| {
+                            kwargs
+                                .iter()
+                                .find(|(k, _)| *k == param.name)
+                                .map(|(_, v)| v.clone())
                         })
-                    })
-                    .or_else(|| receiver_value(&ir, function, i))
-                    .unwrap_or_else(|| param_value(param));
-                env.insert(param.name.clone(), value);
-            }
-            let mut returns = Vec::new();
-            let falls_through = self.exec(
-                body,
-                &mut env,
-                Pred::Const(true),
-                &ir,
-                &mut returns,
-                func,
-                depth + 1,
-            );
-            if falls_through != Pred::Const(false) {
-                returns.push((falls_through, Val::NoneV));
-            }
-            relabel(combine_returns(returns, func), Form::HelperCall)
+                        .or_else(|| {
+                            param.default.as_ref().map(|d| {
+                                let scope = Scope {
+                                    module: &ir,
+                                    locals: Locals::None,
+                                };
+                                self.eval(d, scope, depth + 1)
+                            })
+                        })
+                        .or_else(|| receiver_value(&ir, function, i))
+                        .unwrap_or_else(|| param_value(param));
+                    env.insert(param.name.clone(), value);
+                }
+                let mut returns = Vec::new();
+                let falls_through = self.exec(
+                    body,
+                    &mut env,
+                    Pred::Const(true),
+                    &ir,
+                    &mut returns,
+                    func,
+                    depth + 1,
+                );
+                if falls_through != Pred::Const(false) {
+                    returns.push((falls_through, Val::NoneV));
+                }
+                relabel(combine_returns(returns, func), Form::HelperCall)
+            })
         })
     }
 
