@@ -35,7 +35,9 @@ use serde_json::Value;
 /// the arm limit: vllm 645/665 = 0.970; with importers of device-name exports relowered
 /// (`gate::exports`) and the survey's platform rule (ROCm/MUSA-only arms are not NVIDIA
 /// decisions): 369/385 = 0.958 (85/85) and 658/665 = 0.989 (86/86), measured at f6a6547
-/// (2026-12-03). Issue 13's goal is 0.95 on both; the floors keep recall from falling back.
+/// (2026-12-03); with exported deciding helpers and resolution frames (d9716fc): 369/385 =
+/// 0.958 (85/85) and 659/665 = 0.991 (86/86). Issue 13's goal is 0.95 on both; the floors
+/// keep recall from falling back.
 const MIN_RECALL_SGLANG: f64 = 0.95;
 const MIN_RECALL_VLLM: f64 = 0.98;
 
