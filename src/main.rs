@@ -53,10 +53,10 @@ fn main() {
             std::process::exit(code);
         }
     };
-    // Resolution recurses once per name hop, call and expression level (`gate::resolve`,
-    // bounded by its depth limit and step budget); the default 2 MiB of a worker thread and
-    // 8 MiB of the main one are reserved, not committed, so room for the deepest chain costs
-    // nothing until it is used.
+    // Resolution recurses once per name hop, call and expression level, in up to eight frames
+    // (`gate::resolve`, bounded by its depth limit and step budget): more than the default
+    // 2 MiB of a worker thread. A thread's stack is reserved address space, committed only as
+    // it is used, so the room for the deepest chain costs nothing until then.
     let _ = rayon::ThreadPoolBuilder::new()
         .stack_size(RESOLVER_STACK_BYTES)
         .build_global();

@@ -220,23 +220,28 @@ fn assumed_now() -> Vec<String> {
 /// A memo table: values by key, each with what was assumed computing it (`memoised`).
 type Memo<K, T> = Mutex<HashMap<K, (T, Vec<String>)>>;
 
-/// `compute`'s value, once per key of `table`: a hit replays what was assumed computing it,
-/// and a value computed while something was cut short (depth, budget, cycle) is not kept,
-/// because it depends on where the resolver stood. The table is not locked while computing
-/// (the computation reads it again).
 /// Runs `evaluate` in a new frame (depth 0) while frames are left, else one level below
-/// `depth`.
+/// `depth`. The count is restored on the way out, unwinding included.
 fn in_frame<T>(depth: u32, evaluate: impl FnOnce(u32) -> T) -> T {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FRAMES.with(|f| f.set(self.0));
+        }
+    }
     let frames = FRAMES.with(|f| f.get());
     if frames >= MAX_FRAMES {
         return evaluate(depth + 1);
     }
+    let _restore = Restore(frames);
     FRAMES.with(|f| f.set(frames + 1));
-    let value = evaluate(0);
-    FRAMES.with(|f| f.set(frames));
-    value
+    evaluate(0)
 }
 
+/// `compute`'s value, once per key of `table`: a hit replays what was assumed computing it,
+/// and a value computed while something was cut short (depth, budget, cycle) is not kept,
+/// because it depends on where the resolver stood. The table is not locked while computing
+/// (the computation reads it again).
 fn memoised<K: Eq + std::hash::Hash, T: Clone>(
     table: &Memo<K, T>,
     key: K,
