@@ -476,13 +476,11 @@ impl Piece {
     }
 
     /// Whether naming an arch-dependent name makes the piece matter: it reads the name
-    /// (`reads_names`) where the lowering can record a site or bind a name. A plain call
-    /// statement without an `if` (`launch(x, derived_flag)`) does neither: with no token of
-    /// its own, its only possible site is an `A if gate else B` inside it.
+    /// (`reads_names`). A plain call statement counts too (`self._set_dtype(major, q)`): its
+    /// argument may feed the callee's parameter the device's value (`feed`), which the
+    /// lowering can only see if the call is parsed.
     fn matters_by_name(&self, src: &[u8]) -> bool {
         self.reads_names(src)
-            && !(self.kind == PieceKind::Statement
-                && is_plain_call_statement(&src[self.range.0..self.range.1]))
     }
 }
 
@@ -1422,33 +1420,6 @@ fn defined_name(src: &[u8], range: (usize, usize), has_token: bool) -> Vec<Strin
         .collect()
 }
 
-/// An expression statement that binds nothing and holds no `if` (as the lowering's own
-/// search for value selections spells it: anywhere in the text): it starts with a name that
-/// is not a keyword, has no `=` outside brackets (an assignment, an augmented one, or a
-/// comparison: all kept, to be safe) and no `:=`.
-fn is_plain_call_statement(statement: &[u8]) -> bool {
-    let code = statement.trim_ascii();
-    let first_word = identifiers(code).next().unwrap_or_default();
-    let starts_with_name = code.starts_with(first_word) && !first_word.is_empty();
-    if !starts_with_name
-        || std::str::from_utf8(first_word).is_ok_and(is_keyword)
-        || memchr::memmem::find(code, b"if").is_some()
-        || memchr::memmem::find(code, b":=").is_some()
-    {
-        return false;
-    }
-    let mut depth = 0i32;
-    for &c in code {
-        match c {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            b'=' if depth <= 0 => return false,
-            _ => {}
-        }
-    }
-    true
-}
-
 /// `name = ...` or `name: T = ...` on the statement's first line.
 fn assigned_name(statement: &[u8]) -> Option<String> {
     let line = statement.split(|c| *c == b'\n').next()?;
@@ -2277,47 +2248,28 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_call_naming_a_derived_name_is_not_kept() {
+    fn a_plain_call_naming_a_derived_name_is_kept() {
         let pad =
             "    cfg['k'] = cfg.get('k', 0) + len('padding padding padding padding')\n".repeat(60);
-        // `_fast` is derived (its body has a token). Of the statements naming it, only those
-        // that can hold a site or bind a name are parsed.
+        // `_fast` is derived (its body has a token). Every statement naming it is parsed: a
+        // plain call may pass it on to a callee's parameter. One that does not name it is not.
         let src = format!(
             "def _fast():\n    return is_sm90()\n\n\
              def run(cfg):\n    launch(cfg, _fast())\n{pad}    log(_fast)\n    \
-             launch(1 if _fast() else 2)\n    ok = _fast()\n    cfg.flag == _fast()\n"
+             launch(1 if _fast() else 2)\n    ok = _fast()\n    cfg.flag == _fast()\n    \
+             log(cfg)\n"
         );
         let kept = kept_heads(&src, &Tokens::new(["is_sm"]));
         let has = |head: &str| kept.iter().any(|k| k == head);
-        assert!(!has("launch(cfg, _fast())"), "{kept:?}");
-        assert!(!has("log(_fast)"), "{kept:?}");
+        assert!(!has("log(cfg)"), "{kept:?}");
         for head in [
+            "launch(cfg, _fast())",
+            "log(_fast)",
             "launch(1 if _fast() else 2)",
             "ok = _fast()",
             "cfg.flag == _fast()",
         ] {
             assert!(has(head), "{head}: {kept:?}");
-        }
-    }
-
-    #[test]
-    fn plain_call_statements_are_told_apart() {
-        for plain in ["launch(x, y=1)", "obj.run(a)[0]\n"] {
-            assert!(is_plain_call_statement(plain.as_bytes()), "{plain}");
-        }
-        let others = [
-            "x = f(y)",
-            "x += f(y)",
-            "f(y) == 1",
-            "f(a if b else c)",
-            "f((x := g()))",
-            "return f(y)",
-            "assert f(y)",
-            "@f(y)",
-            "\"\"\"doc\"\"\"",
-        ];
-        for other in others {
-            assert!(!is_plain_call_statement(other.as_bytes()), "{other}");
         }
     }
 

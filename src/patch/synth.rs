@@ -113,6 +113,12 @@ pub const SCAN_OPTIONS: ScanOptions = ScanOptions {
 };
 
 /// Builds and checks a fix for each requested gate, with its verdict evidence.
+///
+/// Each gate's candidate edits are built first (no resolution). The first candidate of every
+/// gate is then applied at once and the whole site re-resolved; what fails is blamed and
+/// settled in further rounds (`Ctx::settle`), so the cost is a few re-resolutions rather than
+/// one per candidate. Whatever is accepted is known to hold together: when no single clean
+/// round saw all of it, a last joint re-resolution checks it and refuses every fix if it fails.
 pub fn synthesize(input: &Input, wanted: &[(Gate, Mode, Vec<String>)]) -> Vec<Outcome> {
     let files = python_files(&input.site.root, &mut Vec::new());
     let tokens = resolve_tokens(&input.rules.resolve_names());
@@ -124,12 +130,77 @@ pub fn synthesize(input: &Input, wanted: &[(Gate, Mode, Vec<String>)]) -> Vec<Ou
         resolver: &resolver,
         baseline: profiles(&input.scan.gates, input.cuda),
     };
+    let prepared: Vec<Result<Prepared, String>> = wanted
+        .iter()
+        .map(|(gate, mode, _)| ctx.prepare(gate, *mode))
+        .collect();
+    // In the scan's order, so that two edited gates of one function meet their new gates in
+    // the order `check_round` matches them.
+    let in_order = |picks: &mut Vec<(usize, usize)>| {
+        picks.sort_by_key(|&(i, _)| {
+            let gate = &wanted[i].0;
+            (gate.file.clone(), gate.line, gate.column)
+        })
+    };
+    let first: Vec<(usize, usize)> = prepared
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.as_ref().is_ok_and(|p| !p.candidates.is_empty()))
+        .map(|(i, _)| (i, 0))
+        .collect();
+    let settled = ctx.settle(wanted, &prepared, first, &in_order);
+    let mut accepted = settled.accepted;
+    let mut refusals = settled.refusals;
+    let mut refused_together = None;
+    if settled.clean_rounds > 1 && accepted.len() > 1 {
+        let mut chosen: Vec<(usize, usize)> = accepted.iter().map(|(&i, &(c, _))| (i, c)).collect();
+        in_order(&mut chosen);
+        match ctx.joint(wanted, &prepared, &chosen) {
+            Ok((kept, round)) if kept.len() == chosen.len() && round.is_clean() => {
+                for ((i, c), after) in kept.into_iter().zip(round.edited) {
+                    accepted.insert(i, (c, after.expect("a clean round")));
+                }
+            }
+            Ok((kept, _)) if kept.len() < chosen.len() => {
+                refused_together =
+                    Some("an edit no longer applies after the others of its file".to_string())
+            }
+            Ok((_, round)) => refused_together = Some(round.first_failure()),
+            Err(why) => refused_together = Some(why),
+        }
+    }
     wanted
         .iter()
-        .map(|(gate, mode, evidence)| Outcome {
-            gate: gate.clone(),
-            mode: *mode,
-            fix: ctx.fix(gate, *mode, evidence),
+        .enumerate()
+        .map(|(i, (gate, mode, evidence))| {
+            let fix = match (&prepared[i], accepted.remove(&i), &refused_together) {
+                (Err(why), _, _) => Err(why.clone()),
+                (Ok(_), Some(_), Some(why)) => {
+                    Err(format!("refused with the other fixes together: {why}"))
+                }
+                (Ok(p), Some((c, after)), None) => Ok(ctx.patch(
+                    gate,
+                    *mode,
+                    &p.dist,
+                    &p.version,
+                    p.candidates[c].clone(),
+                    after,
+                    evidence,
+                )),
+                (Ok(p), None, _) => {
+                    let mut all = p.refusals.clone();
+                    all.extend(refusals.remove(&i).unwrap_or_default());
+                    Err(format!(
+                        "every candidate edit was refused: {}",
+                        all.join("; ")
+                    ))
+                }
+            };
+            Outcome {
+                gate: gate.clone(),
+                mode: *mode,
+                fix,
+            }
         })
         .collect()
 }
@@ -140,6 +211,30 @@ struct Ctx<'a> {
     resolver: &'a Resolver<'a>,
     /// Admission of every baseline gate at every known target, by id.
     baseline: HashMap<String, Vec<Admits>>,
+}
+
+/// A gate's fix before any re-resolution: its file's text and the candidates that apply to it.
+struct Prepared {
+    dist: String,
+    version: String,
+    src: Vec<u8>,
+    candidates: Vec<Candidate>,
+    /// Why candidates were dropped (they did not apply to the text).
+    refusals: Vec<String>,
+}
+
+/// A gate (its index in the request) and one of its candidates (index).
+type Pick = (usize, usize);
+
+/// What `Ctx::settle` decided.
+struct Settled {
+    /// Gate index -> (accepted candidate, the edited gate's new predicate).
+    accepted: HashMap<usize, (usize, Pred)>,
+    /// Gate index -> why each refused candidate was.
+    refusals: HashMap<usize, Vec<String>>,
+    /// Rounds that accepted their group: past one, the accepted fixes were never re-resolved
+    /// all together.
+    clean_rounds: usize,
 }
 
 /// `from MODULE import NAME`.
@@ -153,13 +248,15 @@ enum Exactness {
 }
 
 /// An edit worth checking: the edits of one file and words for the plan.
+#[derive(Clone)]
 struct Candidate {
     edits: Vec<Edit>,
     how: String,
 }
 
 impl Ctx<'_> {
-    fn fix(&self, gate: &Gate, mode: Mode, evidence: &[String]) -> Result<Patch, String> {
+    /// The gate's candidate edits, or why it has none worth checking.
+    fn prepare(&self, gate: &Gate, mode: Mode) -> Result<Prepared, String> {
         let (Some(dist), Some(version)) = (&gate.dist, &gate.dist_version) else {
             return Err("the gate's file belongs to no installed distribution".into());
         };
@@ -177,23 +274,202 @@ impl Ctx<'_> {
             )
         })?;
         let scope = self.scope(gate);
-        let candidates = self.candidates(node, &src, gate, mode, scope.as_ref())?;
-        if candidates.is_empty() {
+        let all = self.candidates(node, &src, gate, mode, scope.as_ref())?;
+        if all.is_empty() {
             return Err(no_fix_reason(gate));
         }
+        let mut candidates = Vec::new();
         let mut refusals = Vec::new();
-        for candidate in candidates {
-            match self.check(gate, mode, &src, &candidate) {
-                Ok(after) => {
-                    return Ok(self.patch(gate, mode, dist, version, candidate, after, evidence));
-                }
+        for candidate in all {
+            match edited_text(&src, &candidate.edits) {
+                Ok(_) => candidates.push(candidate),
                 Err(why) => refusals.push(format!("{}: {why}", candidate.how)),
             }
         }
-        Err(format!(
-            "every candidate edit was refused: {}",
-            refusals.join("; ")
-        ))
+        Ok(Prepared {
+            dist: dist.clone(),
+            version: version.clone(),
+            src,
+            candidates,
+            refusals,
+        })
+    }
+
+    /// Re-resolves groups of picks (gate index, candidate index) together until every gate has
+    /// an accepted candidate or none is left. A clean round accepts its whole group. A failure
+    /// is blamed on the fixes of the file where it shows (an edited gate, a gate that moved),
+    /// else on the fixes of the files it imports from or that import it; a pick blamed beyond
+    /// doubt (alone in its group, or nothing else of the group in its file or beside it) gives
+    /// way to its gate's next candidate; the rest of the group and those next candidates make
+    /// the next group, and a doubtful pick is checked alone. A failure no file explains splits
+    /// its group in halves.
+    fn settle(
+        &self,
+        wanted: &[(Gate, Mode, Vec<String>)],
+        prepared: &[Result<Prepared, String>],
+        first: Vec<(usize, usize)>,
+        in_order: &dyn Fn(&mut Vec<Pick>),
+    ) -> Settled {
+        let mut settled = Settled {
+            accepted: HashMap::new(),
+            refusals: HashMap::new(),
+            clean_rounds: 0,
+        };
+        let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
+        let candidates = |i: usize| prepared[i].as_ref().map_or(0, |p| p.candidates.len());
+        let mut groups: std::collections::VecDeque<Vec<(usize, usize)>> = Default::default();
+        groups.push_back(first);
+        while let Some(mut group) = groups.pop_front() {
+            in_order(&mut group);
+            let Ok((kept, round)) = self.joint(wanted, prepared, &group) else {
+                continue;
+            };
+            if timings {
+                eprintln!(
+                    "synth: round of {} ({} combined): {} edited refused, {} other gates moved",
+                    group.len(),
+                    kept.len(),
+                    round.edited.iter().filter(|r| r.is_err()).count(),
+                    round.moved.len()
+                );
+            }
+            // A pick that does not combine with those before it in its file goes alone.
+            for pick in group.iter().filter(|pick| !kept.contains(pick)) {
+                groups.push_back(vec![*pick]);
+            }
+            if kept.is_empty() {
+                continue;
+            }
+            if round.is_clean() {
+                settled.clean_rounds += 1;
+                for ((i, c), after) in kept.into_iter().zip(round.edited) {
+                    settled
+                        .accepted
+                        .insert(i, (c, after.expect("a clean round")));
+                }
+                continue;
+            }
+            // Blame: (pick, why, beyond doubt).
+            let mut blamed: Vec<((usize, usize), String, bool)> = Vec::new();
+            let beside = |pick: (usize, usize), file: &str| {
+                kept.iter().any(|&other| {
+                    other != pick
+                        && (wanted[other.0].0.file == file
+                            || self.neighbours(&wanted[other.0].0.file, file))
+                })
+            };
+            for (&pick, after) in kept.iter().zip(&round.edited) {
+                if let Err(why) = after {
+                    let sure = kept.len() == 1 || !beside(pick, &wanted[pick.0].0.file);
+                    blamed.push((pick, why.clone(), sure));
+                }
+            }
+            let mut unexplained = false;
+            for (file, why) in round.moved.iter().zip(&round.failures) {
+                let mut suspects: Vec<(usize, usize)> = kept
+                    .iter()
+                    .copied()
+                    .filter(|&(i, _)| wanted[i].0.file == *file)
+                    .collect();
+                if suspects.is_empty() {
+                    suspects = kept
+                        .iter()
+                        .copied()
+                        .filter(|&(i, _)| self.neighbours(&wanted[i].0.file, file))
+                        .collect();
+                }
+                unexplained |= suspects.is_empty();
+                let sure = suspects.len() == 1 && (kept.len() == 1 || !beside(suspects[0], file));
+                for pick in suspects {
+                    if !blamed.iter().any(|(p, _, _)| *p == pick) {
+                        blamed.push((pick, why.clone(), sure));
+                    }
+                }
+            }
+            if blamed.is_empty() {
+                debug_assert!(unexplained);
+                let (left, right) = kept.split_at(kept.len() / 2);
+                groups.push_back(left.to_vec());
+                groups.push_back(right.to_vec());
+                continue;
+            }
+            // The next group: the rest and the next candidates of the picks refused; a doubtful
+            // pick is checked alone (kept with the others, the same doubt would come back).
+            let mut again: Vec<(usize, usize)> = kept
+                .iter()
+                .copied()
+                .filter(|pick| !blamed.iter().any(|(p, _, _)| p == pick))
+                .collect();
+            for (pick @ (i, c), why, sure) in &blamed {
+                if *sure {
+                    let how = &prepared[*i].as_ref().expect("prepared").candidates[*c].how;
+                    settled
+                        .refusals
+                        .entry(*i)
+                        .or_default()
+                        .push(format!("{how}: {why}"));
+                    if c + 1 < candidates(*i) {
+                        again.push((*i, c + 1));
+                    }
+                } else {
+                    groups.push_back(vec![*pick]);
+                }
+            }
+            if !again.is_empty() {
+                groups.push_back(again);
+            }
+        }
+        settled
+    }
+
+    /// Whether one of the two files imports from the other at module level.
+    fn neighbours(&self, a: &str, b: &str) -> bool {
+        let module = |file: &str| module_name(Path::new(file)).map(|(m, _)| m);
+        let (Some(a), Some(b)) = (module(a), module(b)) else {
+            return false;
+        };
+        let imports_from = |importer: &str, imported: &str| {
+            self.index.get(importer).is_some_and(|ir| {
+                ir.imports.values().any(|import| {
+                    let from = match import {
+                        Import::Module(m) | Import::Member(m, _) => m,
+                    };
+                    from == imported
+                        || matches!(import, Import::Member(m, name)
+                            if format!("{m}.{name}") == imported)
+                })
+            })
+        };
+        imports_from(&a, &b) || imports_from(&b, &a)
+    }
+
+    /// Applies the chosen candidates (gate index, candidate index) in memory, file by file
+    /// in order, and re-resolves the whole site once. Returns the picks that combined (a later
+    /// edit of a file may no longer apply after an earlier one) with the round's findings.
+    fn joint(
+        &self,
+        wanted: &[(Gate, Mode, Vec<String>)],
+        prepared: &[Result<Prepared, String>],
+        chosen: &[(usize, usize)],
+    ) -> Result<(Vec<(usize, usize)>, Round), String> {
+        let mut texts: HashMap<String, Vec<u8>> = HashMap::new();
+        let mut kept = Vec::new();
+        for &(i, c) in chosen {
+            let file = &wanted[i].0.file;
+            let p = prepared[i].as_ref().map_err(Clone::clone)?;
+            let current = texts.get(file).unwrap_or(&p.src);
+            if let Ok(new) = edited_text(current, &p.candidates[c].edits) {
+                texts.insert(file.clone(), new);
+                kept.push((i, c));
+            }
+        }
+        let edited: Vec<(&Gate, Mode)> = kept
+            .iter()
+            .map(|&(i, _)| (&wanted[i].0, wanted[i].1))
+            .collect();
+        let scan = scan_overlay(self.input.site, self.input.rules, SCAN_OPTIONS, &texts);
+        let round = check_round(&self.baseline, &scan, &edited, self.input);
+        Ok((kept, round))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -629,23 +905,6 @@ impl Ctx<'_> {
             None
         }
     }
-
-    /// Applies the candidate in memory, re-resolves the whole site, and returns the edited
-    /// gate's new predicate if the fix does exactly what it should.
-    fn check(
-        &self,
-        gate: &Gate,
-        mode: Mode,
-        src: &[u8],
-        candidate: &Candidate,
-    ) -> Result<Pred, String> {
-        let new = edited_text(src, &candidate.edits)?;
-        let mut overlay = HashMap::new();
-        overlay.insert(gate.file.clone(), new);
-        let scan = scan_overlay(self.input.site, self.input.rules, SCAN_OPTIONS, &overlay);
-        let edited = verify(&self.baseline, &scan, &[(gate, mode)], self.input)?;
-        Ok(edited.into_iter().next().expect("one gate checked"))
-    }
 }
 
 /// The new text of a file after a candidate's edits (which all concern that file).
@@ -681,6 +940,30 @@ fn profile(pred: &Pred, cuda: Option<&CudaVersion>) -> Vec<Admits> {
         .collect()
 }
 
+/// What one re-resolution found: per edited gate its new predicate or why it is refused, and
+/// the other gates that moved (by file, with why).
+struct Round {
+    edited: Vec<Result<Pred, String>>,
+    /// Files holding a gate that changed, vanished or appeared.
+    moved: Vec<String>,
+    /// Why, for each of `moved`.
+    failures: Vec<String>,
+}
+
+impl Round {
+    fn is_clean(&self) -> bool {
+        self.moved.is_empty() && self.edited.iter().all(Result::is_ok)
+    }
+
+    fn first_failure(&self) -> String {
+        self.failures
+            .first()
+            .cloned()
+            .or_else(|| self.edited.iter().find_map(|r| r.clone().err()))
+            .unwrap_or_default()
+    }
+}
+
 /// Checks a re-resolved site against the baseline: each edited gate (matched in its file and
 /// function among the gates whose id is new) admits the target (closing: blocks it) and keeps
 /// its admission outside the target's family; every other gate is unchanged at every known
@@ -691,93 +974,127 @@ pub fn verify(
     edited: &[(&Gate, Mode)],
     input: &Input,
 ) -> Result<Vec<Pred>, String> {
-    let target = input.target;
+    let round = check_round(baseline, scan, edited, input);
+    if let Some(why) = round.failures.into_iter().next() {
+        return Err(why);
+    }
+    round.edited.into_iter().collect()
+}
+
+/// `verify`, with every finding kept so that a failure can be blamed on the fixes that cause it.
+fn check_round(
+    baseline: &HashMap<String, Vec<Admits>>,
+    scan: &ScanResult,
+    edited: &[(&Gate, Mode)],
+    input: &Input,
+) -> Round {
+    let mut round = Round {
+        edited: Vec::new(),
+        moved: Vec::new(),
+        failures: Vec::new(),
+    };
     let edited_ids: Vec<&str> = edited.iter().map(|(g, _)| g.id.as_str()).collect();
     let new_by_id: HashMap<&str, &Gate> = scan.gates.iter().map(|g| (g.id.as_str(), g)).collect();
     for old in &input.scan.gates {
         if edited_ids.contains(&old.id.as_str()) {
             continue;
         }
-        let Some(new) = new_by_id.get(old.id.as_str()) else {
-            return Err(format!(
+        let why = match new_by_id.get(old.id.as_str()) {
+            None => format!(
                 "the gate at {}:{} (`{}`) would no longer be found",
                 old.file,
                 old.line,
                 short_text(&old.text)
-            ));
-        };
-        if profile(&new.predicate, input.cuda) != baseline[&old.id] {
-            return Err(format!(
+            ),
+            Some(new) if profile(&new.predicate, input.cuda) != baseline[&old.id] => format!(
                 "the gate at {}:{} (`{}`) would change: {} -> {}",
                 old.file,
                 old.line,
                 short_text(&old.text),
                 old.predicate,
                 new.predicate
-            ));
-        }
+            ),
+            Some(_) => continue,
+        };
+        round.moved.push(old.file.clone());
+        round.failures.push(why);
     }
     let mut fresh: Vec<&Gate> = scan
         .gates
         .iter()
         .filter(|g| !baseline.contains_key(&g.id))
         .collect();
-    let mut out = Vec::new();
     for (old, mode) in edited {
-        // A gate whose branch raises protects the code after it: its verdict reads the gate
-        // inverted, and so must the check. The verdict says the target is blocked (to open) or
-        // admitted (to close); a raw predicate saying the opposite is such a gate.
-        let raw = evaluate(&old.predicate, target, input.cuda);
-        let inverted = match mode {
-            Mode::Open => raw == Admits::Yes,
-            Mode::Close => raw == Admits::No,
-        };
-        let position = fresh
-            .iter()
-            .position(|g| g.file == old.file && g.function == old.function)
-            .ok_or_else(|| {
-                format!(
-                    "the edited gate at {}:{} is no longer a gate",
-                    old.file, old.line
-                )
-            })?;
-        let new = fresh.remove(position);
-        let before = &baseline[&old.id];
-        let after = profile(&new.predicate, input.cuda);
-        for (i, &(major, minor)) in KNOWN_TARGETS.iter().enumerate() {
-            let arch = Arch::new(major, minor);
-            let want = if (major, minor) == (target.major, target.minor) {
-                Some(match (mode, inverted) {
-                    (Mode::Open, false) | (Mode::Close, true) => Admits::Yes,
-                    (Mode::Open, true) | (Mode::Close, false) => Admits::No,
-                })
-            } else if major == target.major {
-                None // the target's family may move with it
-            } else {
-                Some(before[i].clone())
-            };
-            if let Some(want) = want
-                && after[i] != want
-            {
-                return Err(format!(
-                    "the edited gate would hold at {arch}: {} (wanted {}); new predicate {}",
-                    after[i].word(),
-                    want.word(),
-                    new.predicate
-                ));
-            }
-        }
-        out.push(new.predicate.clone());
+        round
+            .edited
+            .push(edited_gate(baseline, &mut fresh, old, *mode, input));
     }
-    if let Some(extra) = fresh.first() {
-        return Err(format!(
+    for extra in fresh {
+        round.moved.push(extra.file.clone());
+        round.failures.push(format!(
             "the edit would add a gate at {}:{} (`{}`)",
             extra.file,
             extra.line,
             short_text(&extra.text)
         ));
     }
-    Ok(out)
+    round
+}
+
+/// The edited gate's new predicate, taken from `fresh` (the gates with new ids), if it does
+/// what the fix should at every known target.
+fn edited_gate(
+    baseline: &HashMap<String, Vec<Admits>>,
+    fresh: &mut Vec<&Gate>,
+    old: &Gate,
+    mode: Mode,
+    input: &Input,
+) -> Result<Pred, String> {
+    let target = input.target;
+    // A gate whose branch raises protects the code after it: its verdict reads the gate
+    // inverted, and so must the check. The verdict says the target is blocked (to open) or
+    // admitted (to close); a raw predicate saying the opposite is such a gate.
+    let raw = evaluate(&old.predicate, target, input.cuda);
+    let inverted = match mode {
+        Mode::Open => raw == Admits::Yes,
+        Mode::Close => raw == Admits::No,
+    };
+    let position = fresh
+        .iter()
+        .position(|g| g.file == old.file && g.function == old.function)
+        .ok_or_else(|| {
+            format!(
+                "the edited gate at {}:{} is no longer a gate",
+                old.file, old.line
+            )
+        })?;
+    let new = fresh.remove(position);
+    let before = &baseline[&old.id];
+    let after = profile(&new.predicate, input.cuda);
+    for (i, &(major, minor)) in KNOWN_TARGETS.iter().enumerate() {
+        let arch = Arch::new(major, minor);
+        let want = if (major, minor) == (target.major, target.minor) {
+            Some(match (mode, inverted) {
+                (Mode::Open, false) | (Mode::Close, true) => Admits::Yes,
+                (Mode::Open, true) | (Mode::Close, false) => Admits::No,
+            })
+        } else if major == target.major {
+            None // the target's family may move with it
+        } else {
+            Some(before[i].clone())
+        };
+        if let Some(want) = want
+            && after[i] != want
+        {
+            return Err(format!(
+                "the edited gate would hold at {arch}: {} (wanted {}); new predicate {}",
+                after[i].word(),
+                want.word(),
+                new.predicate
+            ));
+        }
+    }
+    Ok(new.predicate.clone())
 }
 
 fn short_text(text: &str) -> String {

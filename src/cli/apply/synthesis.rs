@@ -1,7 +1,5 @@
-//! Which gates `apply` synthesizes fixes for, from the audit's verdicts at the target, and
-//! the check that the accepted fixes also hold together.
-
-use std::collections::HashMap;
+//! Which gates `apply` synthesizes fixes for, from the audit's verdicts at the target (the
+//! fixes themselves, and the check that they hold together, are `patch::synth`'s).
 
 use super::ApplyArgs;
 use crate::error::{Error, Result};
@@ -9,7 +7,7 @@ use crate::gate::predicate::CudaVersion;
 use crate::patch::plan::Plan;
 use crate::patch::synth::{self, Mode, Outcome};
 use crate::rules::Rules;
-use crate::scan::{Gate, scan_overlay, scan_with};
+use crate::scan::{Gate, scan_with};
 use crate::site::Site;
 use crate::verdict::{VerdictKind, judge};
 
@@ -153,56 +151,10 @@ pub fn run(
         scan: &scan,
     };
     eprintln!(
-        "gatefix: synthesizing {} fix(es); each is re-resolved over the whole site",
+        "gatefix: synthesizing {} fix(es), checked by re-resolving the whole site with them",
         to_build.len()
     );
-    let mut built = synth::synthesize(&input, &to_build);
-    together(&input, &mut built)?;
-    outcomes.extend(built);
+    outcomes.extend(synth::synthesize(&input, &to_build));
     outcomes.extend(refused);
     Ok(outcomes)
-}
-
-/// The accepted fixes re-resolved all at once: together they must still leave every other
-/// gate unchanged; if not, none of them is offered.
-fn together(input: &synth::Input, outcomes: &mut [Outcome]) -> Result<()> {
-    let accepted: Vec<usize> = (0..outcomes.len())
-        .filter(|&i| outcomes[i].fix.is_ok())
-        .collect();
-    if accepted.len() < 2 {
-        return Ok(());
-    }
-    let mut texts: HashMap<String, Vec<u8>> = HashMap::new();
-    for &i in &accepted {
-        let patch = outcomes[i].fix.as_ref().expect("accepted");
-        let file = &outcomes[i].gate.file;
-        let current = match texts.get(file) {
-            Some(text) => text.clone(),
-            None => std::fs::read(input.site.root.join(file)).map_err(|source| Error::Io {
-                path: input.site.root.join(file),
-                source,
-            })?,
-        };
-        match synth::edited_text(&current, &patch.edits) {
-            Ok(new) => {
-                texts.insert(file.clone(), new);
-            }
-            Err(why) => {
-                outcomes[i].fix = Err(format!("does not combine with the other fixes: {why}"));
-            }
-        }
-    }
-    let edited: Vec<(&Gate, Mode)> = outcomes
-        .iter()
-        .filter(|o| o.fix.is_ok())
-        .map(|o| (&o.gate, o.mode))
-        .collect();
-    let scan = scan_overlay(input.site, input.rules, synth::SCAN_OPTIONS, &texts);
-    let baseline = synth::profiles(&input.scan.gates, input.cuda);
-    if let Err(why) = synth::verify(&baseline, &scan, &edited, input) {
-        for outcome in outcomes.iter_mut().filter(|o| o.fix.is_ok()) {
-            outcome.fix = Err(format!("refused with the other fixes together: {why}"));
-        }
-    }
-    Ok(())
 }
