@@ -469,18 +469,13 @@ impl Piece {
 
     /// Whether a name in the piece is read when it runs: not in a definition's header, whose
     /// body is judged apart, nor in a docstring. Lexes the piece: ask only when a name is in it.
+    /// Naming an arch-dependent name makes such a piece matter, a plain call statement too
+    /// (`self._set_dtype(major, q)`): its argument may feed the callee's parameter the device's
+    /// value (`feed`), which the lowering can only see if the call is parsed.
     fn reads_names(&self, src: &[u8]) -> bool {
         self.is_code()
             && !(self.kind == PieceKind::Statement
                 && is_bare_string(&src[self.range.0..self.range.1]))
-    }
-
-    /// Whether naming an arch-dependent name makes the piece matter: it reads the name
-    /// (`reads_names`). A plain call statement counts too (`self._set_dtype(major, q)`): its
-    /// argument may feed the callee's parameter the device's value (`feed`), which the
-    /// lowering can only see if the call is parsed.
-    fn matters_by_name(&self, src: &[u8]) -> bool {
-        self.reads_names(src)
     }
 }
 
@@ -682,7 +677,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             let i = piece_starts.partition_point(|&start| start <= at);
             if let Some(i) = i.checked_sub(1)
                 && !archy[i]
-                && pieces[i].matters_by_name(src)
+                && pieces[i].reads_names(src)
             {
                 archy[i] = true;
             }
@@ -1036,7 +1031,7 @@ fn mark_local_uses(
             if piece.scope == Some(scope)
                 && !archy[i]
                 && matcher.is_match(&src[piece.range.0..piece.range.1])
-                && piece.matters_by_name(src)
+                && piece.reads_names(src)
             {
                 archy[i] = true;
                 changed = true;
@@ -1105,7 +1100,7 @@ fn mark_attribute_uses(
         let i = piece_starts.partition_point(|&start| start <= at);
         if let Some(i) = i.checked_sub(1)
             && !archy[i]
-            && pieces[i].matters_by_name(src)
+            && pieces[i].reads_names(src)
         {
             archy[i] = true;
             changed = true;

@@ -136,13 +136,13 @@ pub fn synthesize(input: &Input, wanted: &[(Gate, Mode, Vec<String>)]) -> Vec<Ou
         .collect();
     // In the scan's order, so that two edited gates of one function meet their new gates in
     // the order `check_round` matches them.
-    let in_order = |picks: &mut Vec<(usize, usize)>| {
+    let in_order = |picks: &mut Vec<Pick>| {
         picks.sort_by_key(|&(i, _)| {
             let gate = &wanted[i].0;
             (gate.file.clone(), gate.line, gate.column)
         })
     };
-    let first: Vec<(usize, usize)> = prepared
+    let first: Vec<Pick> = prepared
         .iter()
         .enumerate()
         .filter(|(_, p)| p.as_ref().is_ok_and(|p| !p.candidates.is_empty()))
@@ -153,20 +153,19 @@ pub fn synthesize(input: &Input, wanted: &[(Gate, Mode, Vec<String>)]) -> Vec<Ou
     let mut refusals = settled.refusals;
     let mut refused_together = None;
     if settled.clean_rounds > 1 && accepted.len() > 1 {
-        let mut chosen: Vec<(usize, usize)> = accepted.iter().map(|(&i, &(c, _))| (i, c)).collect();
+        let mut chosen: Vec<Pick> = accepted.iter().map(|(&i, &(c, _))| (i, c)).collect();
         in_order(&mut chosen);
         match ctx.joint(wanted, &prepared, &chosen) {
-            Ok((kept, round)) if kept.len() == chosen.len() && round.is_clean() => {
+            (kept, round) if kept.len() == chosen.len() && round.is_clean() => {
                 for ((i, c), after) in kept.into_iter().zip(round.edited) {
                     accepted.insert(i, (c, after.expect("a clean round")));
                 }
             }
-            Ok((kept, _)) if kept.len() < chosen.len() => {
+            (kept, _) if kept.len() < chosen.len() => {
                 refused_together =
                     Some("an edit no longer applies after the others of its file".to_string())
             }
-            Ok((_, round)) => refused_together = Some(round.first_failure()),
-            Err(why) => refused_together = Some(why),
+            (_, round) => refused_together = Some(round.first_failure()),
         }
     }
     wanted
@@ -307,7 +306,7 @@ impl Ctx<'_> {
         &self,
         wanted: &[(Gate, Mode, Vec<String>)],
         prepared: &[Result<Prepared, String>],
-        first: Vec<(usize, usize)>,
+        first: Vec<Pick>,
         in_order: &dyn Fn(&mut Vec<Pick>),
     ) -> Settled {
         let mut settled = Settled {
@@ -317,13 +316,14 @@ impl Ctx<'_> {
         };
         let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
         let candidates = |i: usize| prepared[i].as_ref().map_or(0, |p| p.candidates.len());
-        let mut groups: std::collections::VecDeque<Vec<(usize, usize)>> = Default::default();
+        let mut groups: std::collections::VecDeque<Vec<Pick>> = Default::default();
         groups.push_back(first);
         while let Some(mut group) = groups.pop_front() {
-            in_order(&mut group);
-            let Ok((kept, round)) = self.joint(wanted, prepared, &group) else {
+            if group.is_empty() {
                 continue;
-            };
+            }
+            in_order(&mut group);
+            let (kept, round) = self.joint(wanted, prepared, &group);
             if timings {
                 eprintln!(
                     "synth: round of {} ({} combined): {} edited refused, {} other gates moved",
@@ -350,8 +350,8 @@ impl Ctx<'_> {
                 continue;
             }
             // Blame: (pick, why, beyond doubt).
-            let mut blamed: Vec<((usize, usize), String, bool)> = Vec::new();
-            let beside = |pick: (usize, usize), file: &str| {
+            let mut blamed: Vec<(Pick, String, bool)> = Vec::new();
+            let beside = |pick: Pick, file: &str| {
                 kept.iter().any(|&other| {
                     other != pick
                         && (wanted[other.0].0.file == file
@@ -366,7 +366,7 @@ impl Ctx<'_> {
             }
             let mut unexplained = false;
             for (file, why) in round.moved.iter().zip(&round.failures) {
-                let mut suspects: Vec<(usize, usize)> = kept
+                let mut suspects: Vec<Pick> = kept
                     .iter()
                     .copied()
                     .filter(|&(i, _)| wanted[i].0.file == *file)
@@ -377,6 +377,11 @@ impl Ctx<'_> {
                         .copied()
                         .filter(|&(i, _)| self.neighbours(&wanted[i].0.file, file))
                         .collect();
+                }
+                // A pick re-resolved alone is the cause of whatever moves (else a group of one
+                // would split into itself forever).
+                if kept.len() == 1 {
+                    suspects = kept.clone();
                 }
                 unexplained |= suspects.is_empty();
                 let sure = suspects.len() == 1 && (kept.len() == 1 || !beside(suspects[0], file));
@@ -395,7 +400,7 @@ impl Ctx<'_> {
             }
             // The next group: the rest and the next candidates of the picks refused; a doubtful
             // pick is checked alone (kept with the others, the same doubt would come back).
-            let mut again: Vec<(usize, usize)> = kept
+            let mut again: Vec<Pick> = kept
                 .iter()
                 .copied()
                 .filter(|pick| !blamed.iter().any(|(p, _, _)| p == pick))
@@ -450,13 +455,15 @@ impl Ctx<'_> {
         &self,
         wanted: &[(Gate, Mode, Vec<String>)],
         prepared: &[Result<Prepared, String>],
-        chosen: &[(usize, usize)],
-    ) -> Result<(Vec<(usize, usize)>, Round), String> {
+        chosen: &[Pick],
+    ) -> (Vec<Pick>, Round) {
         let mut texts: HashMap<String, Vec<u8>> = HashMap::new();
         let mut kept = Vec::new();
         for &(i, c) in chosen {
             let file = &wanted[i].0.file;
-            let p = prepared[i].as_ref().map_err(Clone::clone)?;
+            let p = prepared[i]
+                .as_ref()
+                .expect("only prepared gates are picked");
             let current = texts.get(file).unwrap_or(&p.src);
             if let Ok(new) = edited_text(current, &p.candidates[c].edits) {
                 texts.insert(file.clone(), new);
@@ -469,7 +476,7 @@ impl Ctx<'_> {
             .collect();
         let scan = scan_overlay(self.input.site, self.input.rules, SCAN_OPTIONS, &texts);
         let round = check_round(&self.baseline, &scan, &edited, self.input);
-        Ok((kept, round))
+        (kept, round)
     }
 
     #[allow(clippy::too_many_arguments)]
