@@ -8,7 +8,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::gate::chunks::{
-    CHUNK_MIN_FILE_BYTES, is_identifier_byte, relevant_ranges_at, whole_word_starts,
+    CHUNK_MIN_FILE_BYTES, MayDefine, is_identifier_byte, may_define, relevant_ranges_at,
+    whole_word_starts,
 };
 use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
@@ -386,7 +387,15 @@ pub fn scan_overlay(
         })
         .collect();
     if timings {
-        eprintln!("scan: read, parse and lower {:?}", clock.elapsed());
+        let parsed = outcomes
+            .iter()
+            .filter(|o| matches!(o, FileOutcome::Parsed(..)))
+            .count();
+        eprintln!(
+            "scan: read, parse and lower ({parsed} of {} files) {:?}",
+            files.len(),
+            clock.elapsed()
+        );
     }
     let mut lowered: Vec<(String, SharedModule, Vec<Warning>)> = Vec::new();
     let mut skipped_files = walk_skips;
@@ -428,7 +437,6 @@ pub fn scan_overlay(
     let mut fed_lowering = FedLowering {
         lowering: &lowering,
         site_root: &site.root,
-        files: &files,
         index: &index,
         rules,
         resolve: &resolve,
@@ -437,7 +445,6 @@ pub fn scan_overlay(
         overlay,
         max_file_bytes: options.max_file_bytes,
         last_index: None,
-        signatures: ModuleIndex::new(&site.root, &files, resolve.clone()),
     };
     let mut by_module: BTreeMap<String, SharedModule> = lowered
         .iter()
@@ -448,7 +455,6 @@ pub fn scan_overlay(
         .last_index
         .take()
         .filter(|_| fed.last_ask_current);
-    let signatures = fed_lowering.signatures;
     if !fed.relowered.is_empty() {
         let mut position: HashMap<String, usize> = HashMap::new();
         for (i, (_, module, _)) in lowered.iter().enumerate() {
@@ -485,8 +491,6 @@ pub fn scan_overlay(
             index
         }
     };
-    index.adopt_parsed(&signatures);
-    rayon::spawn(move || drop(signatures));
 
     // One resolver, and so one set of memo tables, per module: its sites are resolved in
     // order on one thread, so what a site sees cached never depends on how other modules were
@@ -620,6 +624,7 @@ fn lower_importers(
         else {
             break;
         };
+        let searched = std::time::Instant::now();
         // (file, module, is_package, every name it imports from the device)
         let found: Vec<(&PathBuf, String, bool, Vec<String>)> = files
             .par_iter()
@@ -643,6 +648,14 @@ fn lower_importers(
                 Some((file, module, is_package, all.into_iter().collect()))
             })
             .collect();
+        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+            eprintln!(
+                "scan: importers: {} names looked for, {} files import one ({:?})",
+                words.len(),
+                found.len(),
+                searched.elapsed()
+            );
+        }
         if found.is_empty() {
             break;
         }
@@ -796,7 +809,6 @@ impl FileLowering<'_> {
 struct FedLowering<'a> {
     lowering: &'a FileLowering<'a>,
     site_root: &'a Path,
-    files: &'a [PathBuf],
     index: &'a ModuleIndex,
     rules: &'a Rules,
     resolve: &'a Tokens,
@@ -807,9 +819,6 @@ struct FedLowering<'a> {
     max_file_bytes: u64,
     /// The index the last `device_arguments` built (kept for resolution when current).
     last_index: Option<ModuleIndex>,
-    /// Modules read only for their definitions' signatures (bodies without a token are
-    /// skipped, as resolution reads modules).
-    signatures: ModuleIndex,
 }
 
 impl Lowering for FedLowering<'_> {
@@ -850,11 +859,29 @@ impl Lowering for FedLowering<'_> {
         if edited {
             return self.lower_fed(module, &[]).map(std::sync::Arc::new);
         }
-        self.signatures.get(module)
+        // Bodies without a token are skipped, as resolution reads modules; the parse is
+        // shared with the indexes resolution uses.
+        self.index.whole_parse(module)
     }
 
     fn is_module(&self, module: &str) -> bool {
         self.index.file(module).is_some()
+    }
+
+    fn may_define(&self, module: &str, name: &str) -> MayDefine {
+        let unreadable = MayDefine {
+            mentioned: true,
+            function: true,
+            class: true,
+        };
+        let Some(file) = self.index.file(module) else {
+            return unreadable;
+        };
+        if let Some(bytes) = self.overlay.get(&relative(Path::new(""), &file.path)) {
+            return may_define(bytes, name);
+        }
+        std::fs::read(self.site_root.join(&file.path))
+            .map_or(unreadable, |bytes| may_define(&bytes, name))
     }
 
     fn already_device(&self, name: &str) -> bool {
@@ -866,7 +893,7 @@ impl Lowering for FedLowering<'_> {
         modules: &BTreeMap<String, SharedModule>,
         asks: &[Ask<'_>],
     ) -> Vec<bool> {
-        let index = ModuleIndex::new(self.site_root, self.files, self.resolve.clone());
+        let index = self.index.sharing();
         for (name, module) in modules {
             index.preload(name, module.clone());
         }

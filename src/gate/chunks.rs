@@ -293,6 +293,53 @@ pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
         .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
 }
 
+/// What the text may define as `name`, anywhere in the file (a `def` or `class` keyword, then
+/// blanks, then the name as a whole word): a necessary condition for a parse to find the
+/// definition, read without parsing, so a module is parsed whole only when it may tell.
+pub fn may_define(src: &[u8], name: &str) -> MayDefine {
+    let mut found = MayDefine::default();
+    if name.is_empty() {
+        return found;
+    }
+    for at in memchr::memmem::find_iter(src, name.as_bytes()) {
+        let end = at + name.len();
+        if src.get(end).is_some_and(|&b| is_identifier_byte(b))
+            || (at > 0 && is_identifier_byte(src[at - 1]))
+        {
+            continue;
+        }
+        found.mentioned = true;
+        let before = &src[..at];
+        let keyword_end = before
+            .iter()
+            .rposition(|&b| b != b' ' && b != b'\t')
+            .map_or(0, |i| i + 1);
+        if keyword_end == at {
+            continue;
+        }
+        let keyword = &before[..keyword_end];
+        let keyword_start = keyword
+            .iter()
+            .rposition(|&b| !is_identifier_byte(b))
+            .map_or(0, |i| i + 1);
+        match &keyword[keyword_start..] {
+            b"def" => found.function = true,
+            b"class" => found.class = true,
+            _ => {}
+        }
+    }
+    found
+}
+
+/// See [`may_define`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MayDefine {
+    /// The name occurs as a whole word: without it, no statement binds or imports it.
+    pub mentioned: bool,
+    pub function: bool,
+    pub class: bool,
+}
+
 /// Whether a top-level statement of the file assigns `name` (`NAME = ...`, `NAME: T = ...`):
 /// the chunking keeps a binding only for the readers in its own file, so a constant another
 /// module imports may be missing from the scan's partial lowering.
@@ -1862,6 +1909,36 @@ fn starts_with_string(code: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn may_define_finds_def_and_class_of_the_whole_word_only() {
+        let src = b"if x:\n    def  fast(cap):\n        pass\nclass\tRunner(Base): ...\nfaster = fast_path\nundefined(fast)\n";
+        assert_eq!(
+            may_define(src, "fast"),
+            MayDefine {
+                mentioned: true,
+                function: true,
+                class: false
+            }
+        );
+        assert_eq!(
+            may_define(src, "Runner"),
+            MayDefine {
+                mentioned: true,
+                function: false,
+                class: true
+            }
+        );
+        let only_mentioned = MayDefine {
+            mentioned: true,
+            ..MayDefine::default()
+        };
+        assert_eq!(may_define(src, "fast_path"), only_mentioned);
+        assert_eq!(may_define(src, "undefined"), only_mentioned);
+        assert_eq!(may_define(src, "faste"), MayDefine::default());
+        assert_eq!(may_define(src, "ast"), MayDefine::default());
+        assert_eq!(may_define(src, ""), MayDefine::default());
+    }
 
     #[test]
     fn decorators_and_trailing_comments_do_not_make_a_block_big() {

@@ -14,10 +14,11 @@
 //! callers): this pass only decides which sites are candidates.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+use super::chunks::MayDefine;
 use super::ir::{CallSite, Expr, Import, ModuleIr, Param, SharedModule};
 
 /// Rounds of re-lowering: each follows device values one call further.
@@ -35,6 +36,10 @@ pub trait Lowering: Sync {
     fn signatures(&self, module: &str) -> Option<SharedModule>;
     /// Whether the dotted name is a module of the site.
     fn is_module(&self, module: &str) -> bool;
+    /// What the module's text may define or mention as `name` (`chunks::may_define`), so
+    /// that a module is parsed whole only when the parse may find it; all `true` when the
+    /// text cannot be read.
+    fn may_define(&self, module: &str, name: &str) -> MayDefine;
     /// Whether lowering already treats a parameter of this name as arch-dependent (it names
     /// an arch token, or a rule declares it).
     fn already_device(&self, name: &str) -> bool;
@@ -71,47 +76,28 @@ pub fn feed_parameters(
     lowering: &mut dyn Lowering,
 ) -> Fed {
     let mut fed: HashMap<String, BTreeSet<String>> = HashMap::new();
-    // Whole lowerings of modules read only to see their definitions.
-    let mut probes: HashMap<String, Option<SharedModule>> = HashMap::new();
+    let probes: Probes = Mutex::new(HashMap::new());
     let mut changed: Vec<String> = modules.keys().cloned().collect();
     let mut touched: BTreeSet<String> = BTreeSet::new();
     let mut last_ask_current = false;
+    let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     for _round in 0..MAX_ROUNDS {
-        // (caller, call, target module, parameter, argument): candidates in a fixed order.
+        let clock = std::time::Instant::now();
         let callers: Vec<SharedModule> = changed
             .iter()
             .filter_map(|n| modules.get(n).cloned())
             .collect();
         prefetch_signatures(&callers, modules, &*lowering);
-        let mut candidates: Vec<(&SharedModule, &CallSite, String, String, &Expr)> = Vec::new();
-        for caller in &callers {
-            let mut callees: Vec<&String> = caller.calls.keys().collect();
-            callees.sort();
-            for key in callees {
-                for site in &caller.calls[key] {
-                    if site.device_args.is_empty() && site.device_kwargs.is_empty() {
-                        continue;
-                    }
-                    let Some((target, qualname)) =
-                        locate(caller, site, modules, &mut probes, &*lowering)
-                    else {
-                        continue;
-                    };
-                    let Some(function) =
-                        function_of(&target, &qualname, modules, &mut probes, &*lowering)
-                    else {
-                        continue;
-                    };
-                    for (param, argument) in fed_arguments(&function, site) {
-                        let known = fed.get(&target).is_some_and(|names| names.contains(&param));
-                        if known || lowering.already_device(&param) {
-                            continue;
-                        }
-                        candidates.push((caller, site, target.clone(), param, argument));
-                    }
-                }
-            }
-        }
+        // Each caller's calls are looked up on a thread of their own (reading definitions
+        // means parsing modules whole); the candidates keep the callers' order.
+        let shared: &dyn Lowering = &*lowering;
+        let candidates: Vec<Candidate> = callers
+            .par_iter()
+            .map(|caller| candidates_of(caller, modules, &fed, &probes, shared))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flatten()
+            .collect();
         if candidates.is_empty() {
             break;
         }
@@ -123,12 +109,14 @@ pub fn feed_parameters(
                 argument,
             })
             .collect();
+        let found = clock.elapsed();
         let answers = lowering.device_arguments(modules, &asks);
-        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+        if timings {
             let device = answers.iter().filter(|a| **a).count();
             eprintln!(
-                "scan: fed parameters: {} arguments asked, {device} device",
-                asks.len()
+                "scan: fed parameters: {} arguments asked, {device} device (calls found in {found:?}, asked in {:?})",
+                asks.len(),
+                clock.elapsed() - found
             );
         }
         last_ask_current = true;
@@ -142,20 +130,77 @@ pub fn feed_parameters(
             break;
         }
         changed.clear();
-        for target in grown {
-            let names: Vec<String> = fed[&target].iter().cloned().collect();
-            if let Some(ir) = lowering.lower_fed(&target, &names) {
+        let relowering = std::time::Instant::now();
+        let count = grown.len();
+        let grown: Vec<String> = grown.into_iter().collect();
+        let shared: &dyn Lowering = &*lowering;
+        let relowered: Vec<Option<ModuleIr>> = grown
+            .par_iter()
+            .map(|target| {
+                let names: Vec<String> = fed[target].iter().cloned().collect();
+                shared.lower_fed(target, &names)
+            })
+            .collect();
+        for (target, ir) in grown.into_iter().zip(relowered) {
+            if let Some(ir) = ir {
                 modules.insert(target.clone(), Arc::new(ir));
                 touched.insert(target.clone());
                 changed.push(target);
                 last_ask_current = false;
             }
         }
+        if timings {
+            eprintln!(
+                "scan: fed parameters: {count} modules lowered again in {:?}",
+                relowering.elapsed()
+            );
+        }
     }
     Fed {
         relowered: touched.into_iter().collect(),
         last_ask_current,
     }
+}
+
+/// (caller, call, target module, parameter, argument): a call that may feed a parameter.
+type Candidate<'m> = (&'m SharedModule, &'m CallSite, String, String, &'m Expr);
+
+/// Whole lowerings of modules read only to see their definitions, by module.
+type Probes = Mutex<HashMap<String, Option<SharedModule>>>;
+
+/// The parameters one caller's device calls may feed that are not known to be fed yet, in
+/// the order of its calls.
+fn candidates_of<'m>(
+    caller: &'m SharedModule,
+    modules: &BTreeMap<String, SharedModule>,
+    fed: &HashMap<String, BTreeSet<String>>,
+    probes: &Probes,
+    lowering: &dyn Lowering,
+) -> Vec<Candidate<'m>> {
+    let mut candidates = Vec::new();
+    let mut callees: Vec<&String> = caller.calls.keys().collect();
+    callees.sort();
+    for key in callees {
+        for site in &caller.calls[key] {
+            if site.device_args.is_empty() && site.device_kwargs.is_empty() {
+                continue;
+            }
+            let Some((target, qualname)) = locate(caller, site, modules, probes, lowering) else {
+                continue;
+            };
+            let Some(function) = function_of(&target, &qualname, modules, probes, lowering) else {
+                continue;
+            };
+            for (param, argument) in fed_arguments(&function, site) {
+                let known = fed.get(&target).is_some_and(|names| names.contains(&param));
+                if known || lowering.already_device(&param) {
+                    continue;
+                }
+                candidates.push((caller, site, target.clone(), param, argument));
+            }
+        }
+    }
+    candidates
 }
 
 /// Reads, in parallel, the signatures of the modules the callers' device calls import from
@@ -165,28 +210,45 @@ fn prefetch_signatures(
     modules: &BTreeMap<String, SharedModule>,
     lowering: &dyn Lowering,
 ) {
-    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    // (module, name): the first module `exported` reads for a call's callee.
+    let mut wanted: BTreeSet<(String, &str)> = BTreeSet::new();
     for caller in callers {
         for site in caller.calls.values().flatten() {
             if site.device_args.is_empty() && site.device_kwargs.is_empty() {
                 continue;
             }
-            let first = site.callee.split('.').next().unwrap_or_default();
-            match caller.imports.get(first) {
-                Some(Import::Member(module, member)) => {
-                    wanted.insert(module.clone());
-                    wanted.insert(format!("{module}.{member}"));
+            let parts: Vec<&str> = site.callee.split('.').collect();
+            match (caller.imports.get(parts[0]), parts.as_slice()) {
+                (Some(Import::Member(module, member)), [_]) => {
+                    wanted.insert((module.clone(), member.as_str()));
                 }
-                Some(Import::Module(module)) => {
-                    wanted.insert(module.clone());
+                (Some(Import::Member(module, member)), [_, name]) => {
+                    wanted.insert((format!("{module}.{member}"), name));
                 }
-                None => {}
+                (Some(Import::Module(module)), [_, name]) => {
+                    wanted.insert((module.clone(), name));
+                }
+                _ => {}
             }
         }
     }
-    wanted.retain(|m| lowering.is_module(m) && modules.get(m).is_none_or(|ir| ir.partial));
-    let wanted: Vec<String> = wanted.into_iter().collect();
-    wanted.par_iter().for_each(|module| {
+    // What `exported` would parse whole: a module whose scan lowering does not show the name,
+    // and whose text mentions it.
+    let needed = |(module, name): &(String, &str)| {
+        lowering.is_module(module)
+            && modules.get(module).is_none_or(|ir| {
+                ir.partial && !defines(ir, name) && !ir.imports.contains_key(*name)
+            })
+            && lowering.may_define(module, name).mentioned
+    };
+    let wanted: Vec<(String, &str)> = wanted.into_iter().collect();
+    let mut read: Vec<&String> = wanted
+        .par_iter()
+        .filter(|pair| needed(pair))
+        .map(|(module, _)| module)
+        .collect();
+    read.dedup();
+    read.par_iter().for_each(|module| {
         lowering.signatures(module);
     });
 }
@@ -233,7 +295,7 @@ fn locate(
     caller: &ModuleIr,
     site: &CallSite,
     modules: &BTreeMap<String, SharedModule>,
-    probes: &mut HashMap<String, Option<SharedModule>>,
+    probes: &Probes,
     lowering: &dyn Lowering,
 ) -> Option<(String, String)> {
     let parts: Vec<&str> = site.callee.split('.').collect();
@@ -249,12 +311,14 @@ fn locate(
                     Some(Import::Module(_)) => None,
                     // A partial parse may have left the definition out (a class without a
                     // token): the whole module tells.
-                    None => caller
-                        .partial
-                        .then(|| definitions(&caller.module, modules, probes, lowering))
-                        .flatten()
-                        .filter(|whole| defines(whole, name))
-                        .map(|_| (caller.module.clone(), name.to_string())),
+                    None => (caller.partial && {
+                        let may = lowering.may_define(&caller.module, name);
+                        may.function || may.class
+                    })
+                    .then(|| definitions(&caller.module, modules, probes, lowering))
+                    .flatten()
+                    .filter(|whole| defines(whole, name))
+                    .map(|_| (caller.module.clone(), name.to_string())),
                 }
             }
         }
@@ -282,7 +346,10 @@ fn locate(
     let class = match modules.get(&module) {
         Some(ir) if is_class(ir) => true,
         Some(ir) if !ir.partial => false,
-        _ => definitions(&module, modules, probes, lowering).is_some_and(|ir| is_class(&ir)),
+        _ => {
+            lowering.may_define(&module, last_segment(&qualname)).class
+                && definitions(&module, modules, probes, lowering).is_some_and(|ir| is_class(&ir))
+        }
     };
     if class {
         return Some((module, format!("{qualname}.__init__")));
@@ -295,7 +362,7 @@ fn exported(
     module: &str,
     name: &str,
     modules: &BTreeMap<String, SharedModule>,
-    probes: &mut HashMap<String, Option<SharedModule>>,
+    probes: &Probes,
     lowering: &dyn Lowering,
     hops: usize,
 ) -> Option<(String, String)> {
@@ -307,6 +374,7 @@ fn exported(
         .cloned();
     let ir = match scanned {
         Some(ir) => ir,
+        None if !lowering.may_define(module, name).mentioned => return None,
         None => definitions(module, modules, probes, lowering)?,
     };
     if defines(&ir, name) {
@@ -341,7 +409,7 @@ fn function_of(
     module: &str,
     qualname: &str,
     modules: &BTreeMap<String, SharedModule>,
-    probes: &mut HashMap<String, Option<SharedModule>>,
+    probes: &Probes,
     lowering: &dyn Lowering,
 ) -> Option<Signature> {
     let find = |ir: &ModuleIr| {
@@ -356,7 +424,15 @@ fn function_of(
     if let Some(function) = modules.get(module).and_then(|ir| find(ir)) {
         return Some(function);
     }
+    if !lowering.may_define(module, last_segment(qualname)).function {
+        return None;
+    }
     definitions(module, modules, probes, lowering).and_then(|ir| find(&ir))
+}
+
+/// `B` of `A.B`.
+fn last_segment(qualname: &str) -> &str {
+    qualname.rsplit('.').next().unwrap_or(qualname)
 }
 
 /// A module with every definition in it: the scan's lowering when it parsed the whole file,
@@ -364,7 +440,7 @@ fn function_of(
 fn definitions(
     module: &str,
     modules: &BTreeMap<String, SharedModule>,
-    probes: &mut HashMap<String, Option<SharedModule>>,
+    probes: &Probes,
     lowering: &dyn Lowering,
 ) -> Option<SharedModule> {
     if let Some(ir) = modules.get(module)
@@ -375,8 +451,16 @@ fn definitions(
     if !lowering.is_module(module) {
         return None;
     }
+    if let Some(found) = probes.lock().expect("no poisoned lock").get(module) {
+        return found.clone();
+    }
+    // Read outside the lock: another thread may read the same module meanwhile, to the
+    // same result, and the first kept wins.
+    let found = lowering.signatures(module);
     probes
+        .lock()
+        .expect("no poisoned lock")
         .entry(module.to_string())
-        .or_insert_with(|| lowering.signatures(module))
+        .or_insert(found)
         .clone()
 }

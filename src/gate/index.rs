@@ -14,9 +14,13 @@ use super::tokens::Tokens;
 pub struct ModuleFile {
     pub path: PathBuf,
     pub is_package: bool,
+    /// What this index answers for the module: the scan's lowering when preloaded, else the
+    /// whole parse.
     cell: OnceLock<Option<SharedModule>>,
-    /// The whole-file parse, for modules the scan parsed only in part.
-    full: OnceLock<Option<SharedModule>>,
+    /// The whole-file parse, shared by every index made from this one with `sharing` (it
+    /// depends on the file alone): `gate::feed` builds an index per round, and each would
+    /// parse the same modules again (a sixth of the audit's time on sglang + flashinfer).
+    whole: Arc<OnceLock<Option<SharedModule>>>,
 }
 
 pub struct ModuleIndex {
@@ -55,7 +59,7 @@ impl ModuleIndex {
                         path: file.clone(),
                         is_package,
                         cell: OnceLock::new(),
-                        full: OnceLock::new(),
+                        whole: Arc::new(OnceLock::new()),
                     },
                 );
             }
@@ -108,33 +112,34 @@ impl ModuleIndex {
         file.cell.get().cloned().flatten()
     }
 
-    /// Takes the modules another index of the same site parsed lazily (`gate::feed` read
-    /// them for their signatures) where this one holds none yet: resolution would parse them
-    /// again the same way. Call after preloading the scan's modules, which win.
-    pub fn adopt_parsed(&self, other: &ModuleIndex) {
-        for (name, file) in &self.modules {
-            let Some(parsed) = other.modules.get(name).and_then(|o| o.cell.get()) else {
-                continue;
-            };
-            match file.cell.get() {
-                None => {
-                    let _ = file.cell.set(parsed.clone());
-                }
-                // The scan's partial parse, and a whole one to follow class bases with.
-                Some(Some(ours)) if ours.partial && parsed.as_ref().is_some_and(|p| !p.partial) => {
-                    let _ = file.full.set(parsed.clone());
-                }
-                Some(_) => {}
-            }
+    /// A fresh index of the same site (nothing preloaded, no callers) that shares this
+    /// one's whole parses, made and to be made.
+    pub fn sharing(&self) -> ModuleIndex {
+        let modules = self
+            .modules
+            .iter()
+            .map(|(name, file)| {
+                let file = ModuleFile {
+                    path: file.path.clone(),
+                    is_package: file.is_package,
+                    cell: OnceLock::new(),
+                    whole: file.whole.clone(),
+                };
+                (name.clone(), file)
+            })
+            .collect();
+        ModuleIndex {
+            root: self.root.clone(),
+            modules,
+            tokens: self.tokens.clone(),
+            callers: OnceLock::new(),
         }
     }
 
     /// The lowered module, parsing it now if nobody has.
     pub fn get(&self, module: &str) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
-        file.cell
-            .get_or_init(|| self.parse_whole(module, file))
-            .clone()
+        file.cell.get_or_init(|| self.whole(module, file)).clone()
     }
 
     /// The module with every statement lowered: the scan's partial parse is not enough to
@@ -145,7 +150,18 @@ impl ModuleIndex {
             return Some(ir);
         }
         let file = self.modules.get(module)?;
-        file.full
+        self.whole(module, file)
+    }
+
+    /// The whole-file parse alone (made now if no index sharing it has made it), leaving
+    /// what this index answers for the module unset: a scan module preloaded later wins.
+    pub fn whole_parse(&self, module: &str) -> Option<SharedModule> {
+        let file = self.modules.get(module)?;
+        self.whole(module, file)
+    }
+
+    fn whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
+        file.whole
             .get_or_init(|| self.parse_whole(module, file))
             .clone()
     }
