@@ -1,6 +1,11 @@
 //! Puts the git commit into `gatefix --version`. Outside a git checkout (a source tarball, an
 //! sdist built into a wheel) `GATEFIX_COMMIT` may name it; otherwise the version says so.
+//!
+//! Every path handed to `rerun-if-changed` exists: cargo takes a missing one as changed on
+//! every build, so a checkout without `.git/packed-refs` (or, after `git pack-refs`, without
+//! the loose branch ref) would rebuild the crate on every cargo command.
 
+use std::path::Path;
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
@@ -11,6 +16,13 @@ fn git(args: &[&str]) -> Option<String> {
     let text = String::from_utf8(output.stdout).ok()?;
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_string())
+}
+
+/// Watches `path` (as git names it, relative to the crate root or absolute) when it exists.
+fn watch_if_present(path: &str) {
+    if Path::new(path).exists() {
+        println!("cargo:rerun-if-changed={path}");
+    }
 }
 
 fn main() {
@@ -27,16 +39,17 @@ fn main() {
             if same(&top)? != same(&manifest)? {
                 return None;
             }
-            // Rebuild when HEAD moves: HEAD itself, the branch it names, packed refs.
-            for path in ["HEAD", "packed-refs"] {
-                if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-                    println!("cargo:rerun-if-changed={p}");
-                }
+            // Rebuild when HEAD moves. HEAD names the branch; the branch's commit is in its
+            // loose ref or in packed-refs, whichever exist; the HEAD reflog grows on every
+            // commit, checkout and reset, also when a packed ref gains a loose copy.
+            let mut watched = vec!["HEAD".to_string(), "logs/HEAD".into(), "packed-refs".into()];
+            if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+                watched.push(branch);
             }
-            if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
-                && let Some(p) = git(&["rev-parse", "--git-path", &branch])
-            {
-                println!("cargo:rerun-if-changed={p}");
+            for name in &watched {
+                if let Some(path) = git(&["rev-parse", "--git-path", name]) {
+                    watch_if_present(&path);
+                }
             }
             git(&["rev-parse", "--short=10", "HEAD"])
         });
