@@ -4,7 +4,7 @@
 # then with every ref packed and no loose branch ref, `cargo check` runs twice and the second
 # run must find the gatefix crate fresh (build.rs watches only paths that exist). Uses
 # `cargo check` (the build script runs there as in a build) and this checkout's target
-# folder, so only gatefix itself is compiled.
+# folder, so after clippy only gatefix itself is compiled.
 #   usage: ci/check-fresh.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ cd "$work/clone"
 
 # Prints the gatefix units that were not fresh in one `cargo check`.
 stale_units() {
-  CARGO_TARGET_DIR="$target/fresh-check" cargo check --quiet --message-format=json 2>/dev/null |
+  CARGO_TARGET_DIR="$target" cargo check --quiet --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -7,6 +7,7 @@ mod common;
 
 use std::path::Path;
 
+use common::audits::{TARGETS, audit_wheels};
 use common::fixture::{hash_tree, run, stderr, stdout, wheel_site};
 use serde_json::Value;
 
@@ -93,12 +94,13 @@ fn sglang_055_with_its_pinned_flashinfer_is_refused_with_the_jit_list() {
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
-    let site = wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-"]);
+    let wheels = ["sglang-0.5.5-", "flashinfer_python-0.7.2-"];
+    let site = wheel_site(&wheels);
     let before = hash_tree(site.path());
     let gate = "_is_sm100_supported or _is_sm90_supported";
     assert_eq!(
         admits(
-            &audit(site.path()),
+            &audit_wheels(&wheels),
             "sglang/srt/layers/communicator.py",
             gate
         ),
@@ -136,11 +138,12 @@ fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn sglang_0523_opens_the_three_fusion_gates_together_and_keeps_mnnvl_closed() {
-    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let wheels = ["sglang-0.5.23-", "flashinfer_python-0.7.2-"];
+    let site = wheel_site(&wheels);
     let before = hash_tree(site.path());
     let add_norm = "sglang/srt/layers/layer_boundary/residual/add_norm.py";
     let fusion = "sglang/srt/layers/flashinfer_comm_fusion.py";
-    let doc = audit(site.path());
+    let doc = audit_wheels(&wheels);
     assert_eq!(
         admits(&doc, add_norm, "_is_sm90_supported or _is_sm100_supported"),
         ["no"]
@@ -230,13 +233,14 @@ fn other_targets(doc: &Value) -> Vec<(String, String, Vec<String>)> {
         .collect()
 }
 
-/// `apply sm_120 --unsafe-fixes EXTRA...`: every synthesized fix re-parses, each targeted gate
-/// is open (or, closed, a wall) at sm_120 in a fresh audit, every gate keeps its admission at
-/// sm_90/sm_100/sm_103, and revert is byte-identical. Returns how many fixes were applied.
-fn synthesized_round_trip(site: &Path, extra: &[&str]) -> usize {
-    let targets = ["sm_90", "sm_100", "sm_103", "sm_120"];
+/// `apply sm_120 --unsafe-fixes EXTRA...` on `site`, a pristine site of `wheels`: every
+/// synthesized fix re-parses, each targeted gate is open (or, closed, a wall) at sm_120 in a
+/// fresh audit, every gate keeps its admission at sm_90/sm_100/sm_103, and revert is
+/// byte-identical. Returns how many fixes were applied. The audit before the edit is the
+/// shared one of the pristine site.
+fn synthesized_round_trip(wheels: &[&str], site: &Path, extra: &[&str]) -> usize {
     let before = hash_tree(site);
-    let audit_before = audit_at(site, &targets);
+    let audit_before = audit_wheels(wheels);
     let mut args = vec!["--unsafe-fixes", "--cuda", "12.8"];
     args.extend(extra);
     let out = apply(site, &args);
@@ -255,7 +259,7 @@ fn synthesized_round_trip(site: &Path, extra: &[&str]) -> usize {
         assert_eq!(hash_tree(site), before);
         return 0;
     }
-    let audit_after = audit_at(site, &targets);
+    let audit_after = audit_at(site, &TARGETS);
     for warning in audit_after["warnings"].as_array().unwrap() {
         let file = warning["file"].as_str().unwrap();
         let old = audit_before["warnings"]
@@ -296,8 +300,9 @@ fn synthesized_round_trip(site: &Path, extra: &[&str]) -> usize {
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn sglang_0523_synthesized_opportunities_open_and_nothing_else_moves() {
-    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
-    let fixed = synthesized_round_trip(site.path(), &["--all-opportunities"]);
+    let wheels = ["sglang-0.5.23-", "flashinfer_python-0.7.2-"];
+    let site = wheel_site(&wheels);
+    let fixed = synthesized_round_trip(&wheels, site.path(), &["--all-opportunities"]);
     // 13 opportunities today: 3 are the curated add-norm patch's, 5 get a fix, 5 have none
     // (an arch part spelled the same elsewhere in its function, a function-local flag).
     assert!(fixed >= 1, "the mechanism is exercised");
@@ -306,7 +311,8 @@ fn sglang_0523_synthesized_opportunities_open_and_nothing_else_moves() {
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn vllm_0330_synthesized_fixes_and_the_closed_trap() {
-    let site = wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]);
+    let wheels = ["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"];
+    let site = wheel_site(&wheels);
     // Synthesized fixes alone: the curated vllm-ar-fusion-sm120 patch edits the same file
     // (and a ready curated patch wins its files), so only a patch for another distribution
     // is loaded here.
@@ -322,12 +328,15 @@ fn vllm_0330_synthesized_fixes_and_the_closed_trap() {
     let no_patches = patch_dir.path().display().to_string();
     // No opportunity at sm_120 today: nothing is written, exit 0.
     synthesized_round_trip(
+        &wheels,
         site.path(),
         &["--all-opportunities", "--patches", &no_patches],
     );
     // The mnnvl branch of flashinfer_all_reduce.py admits sm_120 (has_device_capability(100))
     // over a JIT list of [9, 10]: closed with the package's own family predicate.
+    // The first round trip reverted byte for byte, so the site is pristine again.
     let fixed = synthesized_round_trip(
+        &wheels,
         site.path(),
         &[
             "--all-opportunities",
@@ -377,10 +386,10 @@ fn admissions_by_text(
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn vllm_0330_fusion_size_tables_get_a_120_row_and_trtllm() {
-    let site = wheel_site(&["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"]);
-    let targets = ["sm_90", "sm_100", "sm_103", "sm_120"];
+    let wheels = ["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"];
+    let site = wheel_site(&wheels);
     let before_bytes = hash_tree(site.path());
-    let before = audit_at(site.path(), &targets);
+    let before = audit_wheels(&wheels);
     // `PassConfig.default_fi_allreduce_fusion_max_size_mb` and the one-shot size choice: both
     // tables are keyed {90, 100, 103, 107}, so sm_120 finds no row.
     let tables = vllm_tables(&before);
@@ -418,7 +427,7 @@ fn vllm_0330_fusion_size_tables_get_a_120_row_and_trtllm() {
         "{text}"
     );
 
-    let after = audit_at(site.path(), &targets);
+    let after = audit_at(site.path(), &TARGETS);
     let tables_after = vllm_tables(&after);
     assert_eq!(tables_after.len(), tables.len(), "{tables_after:?}");
     assert!(

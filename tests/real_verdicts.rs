@@ -7,25 +7,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::fixture::wheel_site;
+use common::audits::audit_wheels;
 use serde_json::Value;
-
-fn audit(site: &Path) -> Value {
-    let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
-    for arg in [
-        "--target",
-        "sm_120",
-        "--cuda",
-        "12.8",
-        "--format",
-        "json",
-        "--fail-on",
-        "none",
-    ] {
-        args.push(arg.into());
-    }
-    common::gatefix_json(args)
-}
 
 /// The gate of `file` whose text is `text`, inside `function`.
 fn gate<'a>(doc: &'a Value, file: &str, function: &str, text: &str) -> &'a Value {
@@ -55,7 +38,7 @@ fn evidence(gate: &Value) -> Vec<String> {
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072() {
-    let old = audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path());
+    let old = audit_wheels(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
     let site_gate = gate(
         &old,
         "sglang/srt/server_args.py",
@@ -82,7 +65,7 @@ fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072
         "{chain:#?}"
     );
 
-    let new = audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-py"]).path());
+    let new = audit_wheels(&["sglang-0.5.5-", "flashinfer_python-0.7.2-py"]);
     let site_gate = gate(
         &new,
         "sglang/srt/server_args.py",
@@ -186,14 +169,11 @@ fn counts(name: &str, doc: &Value) -> (usize, usize) {
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn decided_share_and_stop_reasons_at_sm120() {
     // With the triton these stacks run (its bundled ptxas decides where Triton kernels build).
-    let sglang = audit(
-        wheel_site(&[
-            "sglang-0.5.23-",
-            "flashinfer_python-0.7.2-py",
-            "triton-3.5.1-",
-        ])
-        .path(),
-    );
+    let sglang = audit_wheels(&[
+        "sglang-0.5.23-",
+        "flashinfer_python-0.7.2-py",
+        "triton-3.5.1-",
+    ]);
     let (decided, admitted) = counts("sglang 0.5.23 + flashinfer 0.7.2 + triton 3.5.1", &sglang);
     // 352 of 2,374 (14.8%) on 2026-12-02 with Triton kernels, generic JIT specs, alternatives,
     // guards in the followed code, exits, checks and checker registries; 110 of 1,959 (5.6%)
@@ -247,14 +227,11 @@ fn decided_share_and_stop_reasons_at_sm120() {
         "{:#?}",
         evidence(grouped)
     );
-    let vllm = audit(
-        wheel_site(&[
-            "vllm-0.33.0-",
-            "flashinfer_python-0.7.2.post1-",
-            "triton-3.5.1-",
-        ])
-        .path(),
-    );
+    let vllm = audit_wheels(&[
+        "vllm-0.33.0-",
+        "flashinfer_python-0.7.2.post1-",
+        "triton-3.5.1-",
+    ]);
     let (decided, admitted) = counts("vllm 0.33.0 + flashinfer 0.7.2.post1 + triton 3.5.1", &vllm);
     // 312 of 2,338 (13.3%) on 2026-12-02; 76 of 1,746 (4.4%) on 2026-12-01 with L5; 298
     // after torch ops stopped taking the weakest of a package's libraries (false traps, such

@@ -7,40 +7,22 @@
 
 mod common;
 
+use common::audits::{TARGETS, audit_wheels};
 use common::fixture::wheel_site;
 
-use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-fn audit(site: &Path) -> Value {
-    let mut args = vec![std::ffi::OsString::from("audit"), site.into()];
-    for arg in [
-        "--target",
-        "sm_120",
-        "--target",
-        "sm_121",
-        "--cuda",
-        "12.8",
-        "--format",
-        "json",
-        "--fail-on",
-        "none",
-    ] {
-        args.push(arg.into());
-    }
-    common::gatefix_json(args)
-}
-
+/// The shared audit of the pristine site (`common::audits`: sm_90 ... sm_121, CUDA 12.8).
 fn old_site() -> &'static Value {
-    static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| audit(wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]).path()))
+    static DOC: OnceLock<Arc<Value>> = OnceLock::new();
+    DOC.get_or_init(|| audit_wheels(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]))
 }
 
 fn new_site() -> &'static Value {
-    static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| audit(wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]).path()))
+    static DOC: OnceLock<Arc<Value>> = OnceLock::new();
+    DOC.get_or_init(|| audit_wheels(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]))
 }
 
 /// The gates in `file` (inside `function`, when given) whose text contains every needle.
@@ -417,25 +399,34 @@ fn sglang_0523_more_rows_of_the_kernel_table() {
 /// (oversubscribed, as on a CI runner with more cores than this test's machine) give the
 /// same gates, admissions, verdicts and evidence. The resolver's memo tables were once
 /// shared between threads, and a value one site cut short (depth, budget, cycle) leaked into
-/// another site: `fp8_utils.py` flipped between resolved and unknown from run to run.
+/// another site: `fp8_utils.py` flipped between resolved and unknown from run to run. The
+/// shared audit (as many threads as cores) is the third run.
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
 fn sglang_0523_audit_does_not_depend_on_thread_count() {
-    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let wheels = ["sglang-0.5.23-", "flashinfer_python-0.7.2-"];
+    let site = wheel_site(&wheels);
+    let gates_and_warnings =
+        |doc: &Value| serde_json::json!({"gates": doc["gates"], "warnings": doc["warnings"]});
     let run = |threads: &str| -> Value {
         let mut args = vec!["audit".to_string(), site.path().display().to_string()];
-        for target in ["sm_90", "sm_100", "sm_103", "sm_120"] {
+        for target in TARGETS {
             args.extend(["--target".to_string(), target.to_string()]);
         }
         args.extend(["--cuda", "12.8", "--format", "json", "--fail-on", "none"].map(String::from));
         let out = common::fixture::run_env(&args, &[("RAYON_NUM_THREADS", threads)]);
         assert!(out.status.success(), "{}", common::fixture::stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-        serde_json::json!({"gates": doc["gates"], "warnings": doc["warnings"]})
+        gates_and_warnings(&doc)
     };
     let one = run("1");
-    for _ in 0..2 {
-        let many = run("16");
+    for (label, many) in [
+        ("16 threads", run("16")),
+        (
+            "the shared audit",
+            gates_and_warnings(&audit_wheels(&wheels)),
+        ),
+    ] {
         let (a, b) = (
             one["gates"].as_array().unwrap(),
             many["gates"].as_array().unwrap(),
@@ -443,11 +434,11 @@ fn sglang_0523_audit_does_not_depend_on_thread_count() {
         assert_eq!(
             a.len(),
             b.len(),
-            "gate count differs between 1 and 16 threads"
+            "gate count differs between 1 thread and {label}"
         );
         for (x, y) in a.iter().zip(b) {
-            assert_eq!(x, y, "a gate differs between 1 and 16 threads");
+            assert_eq!(x, y, "a gate differs between 1 thread and {label}");
         }
-        assert_eq!(one["warnings"], many["warnings"]);
+        assert_eq!(one["warnings"], many["warnings"], "{label}");
     }
 }

@@ -109,23 +109,33 @@ pub fn wheels_dir() -> PathBuf {
         })
 }
 
-/// Unzips the wheels whose file names start with the given prefixes into one temp site
-/// (the wheels come from `ci/fetch-wheels.sh`; `GATEFIX_WHEELS` names their folder).
-pub fn wheel_site(prefixes: &[&str]) -> tempfile::TempDir {
-    let site = tempfile::tempdir().unwrap();
+/// The wheel files whose names start with the given prefixes, one per prefix, in the order
+/// given (the wheels come from `ci/fetch-wheels.sh`; `GATEFIX_WHEELS` names their folder).
+pub fn wheel_files(prefixes: &[&str]) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(wheels_dir())
         .expect("wheels are fetched by ci/fetch-wheels.sh")
         .map(|e| e.unwrap().path())
         .collect();
     entries.sort();
-    for prefix in prefixes {
-        let wheel = entries
-            .iter()
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-            .unwrap_or_else(|| panic!("wheel {prefix}* missing; run ci/fetch-wheels.sh"));
+    prefixes
+        .iter()
+        .map(|prefix| {
+            entries
+                .iter()
+                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+                .unwrap_or_else(|| panic!("wheel {prefix}* missing; run ci/fetch-wheels.sh"))
+                .clone()
+        })
+        .collect()
+}
+
+/// Unzips the wheels whose file names start with the given prefixes into one temp site.
+pub fn wheel_site(prefixes: &[&str]) -> tempfile::TempDir {
+    let site = tempfile::tempdir().unwrap();
+    for wheel in wheel_files(prefixes) {
         let status = Command::new("python3")
             .args(["-m", "zipfile", "-e"])
-            .arg(wheel)
+            .arg(&wheel)
             .arg(site.path())
             .status()
             .unwrap();

@@ -24,4 +24,5 @@ where
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
 }
 
+pub mod audits;
 pub mod fixture;
