@@ -267,6 +267,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// What the scan did with one file.
+#[derive(Clone)]
 enum FileOutcome {
     Parsed(String, SharedModule, Vec<Warning>),
     /// Not scanned: the warning says why.
@@ -296,6 +297,34 @@ pub fn scan_overlay(
     options: ScanOptions,
     overlay: &HashMap<String, Vec<u8>>,
 ) -> ScanResult {
+    scan_overlay_with(site, rules, options, overlay, None)
+}
+
+/// Lowerings of files read from disk, kept across the scans of one site with one set of rules
+/// and options: apply's re-resolution rounds scan the site again and again with a few files
+/// edited in memory, and every other file reads and lowers to the same IR (the same `Arc`,
+/// too) with the same names. Files in a scan's overlay never go through it, nor are they
+/// kept in it. Nothing is written to the site while it lives (apply holds the site's lock,
+/// or writes nothing).
+#[derive(Default)]
+pub struct LoweringMemo {
+    /// The first pass over every file, by relative path.
+    outcomes: std::sync::Mutex<HashMap<String, FileOutcome>>,
+    /// Lowerings with extra names (importers of device names, fed parameters).
+    lowered: std::sync::Mutex<HashMap<LoweringKey, Lowered>>,
+}
+
+/// Module, whether a package, parameter names, fed names, imported device names.
+type LoweringKey = (String, bool, Vec<String>, Vec<String>, Vec<String>);
+
+/// `scan_overlay`, reusing and filling `memo` (see `LoweringMemo`) when one is given.
+pub fn scan_overlay_with(
+    site: &Site,
+    rules: &Rules,
+    options: ScanOptions,
+    overlay: &HashMap<String, Vec<u8>>,
+    memo: Option<&LoweringMemo>,
+) -> ScanResult {
     let mut warnings = Vec::new();
     let files = python_files(&site.root, &mut warnings);
     // Every walk warning is a file (or a folder) left out.
@@ -312,6 +341,7 @@ pub fn scan_overlay(
         prefilter: &prefilter,
         resolve: &resolve,
         options: &options,
+        memo,
     };
 
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
@@ -368,21 +398,37 @@ pub fn scan_overlay(
                 if let Some(bytes) = edited {
                     return lower_bytes(bytes);
                 }
-                let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes) {
-                    Ok(len) => len,
-                    Err(Unread::TooLarge(size)) => {
-                        return skipped(format!(
-                            "skipped: {size} bytes, over the {}-byte limit (--max-file-size); gates in it are not reported",
-                            options.max_file_bytes
-                        ));
-                    }
-                    Err(Unread::Io(err)) => {
-                        return skipped(format!(
-                            "skipped: cannot read: {err}; gates in it are not reported"
-                        ));
-                    }
+                if let Some(memo) = memo
+                    && let Some(outcome) = memo.outcomes.lock().unwrap().get(&name)
+                {
+                    return outcome.clone();
+                }
+                let mut from_disk = || -> FileOutcome {
+                    let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes)
+                    {
+                        Ok(len) => len,
+                        Err(Unread::TooLarge(size)) => {
+                            return skipped(format!(
+                                "skipped: {size} bytes, over the {}-byte limit (--max-file-size); gates in it are not reported",
+                                options.max_file_bytes
+                            ));
+                        }
+                        Err(Unread::Io(err)) => {
+                            return skipped(format!(
+                                "skipped: cannot read: {err}; gates in it are not reported"
+                            ));
+                        }
+                    };
+                    lower_bytes(&buffer[..len])
                 };
-                lower_bytes(&buffer[..len])
+                let outcome = from_disk();
+                if let Some(memo) = memo {
+                    memo.outcomes
+                        .lock()
+                        .unwrap()
+                        .insert(name.clone(), outcome.clone());
+                }
+                outcome
             })
         })
         .collect();
@@ -663,7 +709,17 @@ fn lower_importers(
             .par_iter()
             .map(|(file, module, is_package, names)| {
                 let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
-                match lowering.lower(&bytes, module, *is_package, parameter_names, &[], names) {
+                // `read_for_lowering` borrows the overlay's edited text, and only that.
+                let edited = matches!(bytes, std::borrow::Cow::Borrowed(_));
+                match lowering.lower_file(
+                    &bytes,
+                    edited,
+                    module,
+                    *is_package,
+                    parameter_names,
+                    &[],
+                    names,
+                ) {
                     Lowered::Ir(ir) => Some(*ir),
                     Lowered::Nothing | Lowered::ParserGaveUp => None,
                 }
@@ -726,8 +782,10 @@ struct FileLowering<'a> {
     prefilter: &'a Tokens,
     resolve: &'a Tokens,
     options: &'a ScanOptions,
+    memo: Option<&'a LoweringMemo>,
 }
 
+#[derive(Clone)]
 enum Lowered {
     Ir(Box<ModuleIr>),
     /// No token (or tokens only in comments): nothing to parse.
@@ -756,6 +814,51 @@ impl FileLowering<'_> {
             token_starts.dedup();
         }
         token_starts
+    }
+
+    /// `lower` of a file's bytes as read from disk (`edited` false) or from the overlay: the
+    /// former go through the memo, when the scan has one.
+    #[allow(clippy::too_many_arguments)]
+    fn lower_file(
+        &self,
+        bytes: &[u8],
+        edited: bool,
+        module: &str,
+        is_package: bool,
+        parameter_names: &[String],
+        fed_names: &[String],
+        imported: &[String],
+    ) -> Lowered {
+        let Some(memo) = self.memo.filter(|_| !edited) else {
+            return self.lower(
+                bytes,
+                module,
+                is_package,
+                parameter_names,
+                fed_names,
+                imported,
+            );
+        };
+        let key = (
+            module.to_string(),
+            is_package,
+            parameter_names.to_vec(),
+            fed_names.to_vec(),
+            imported.to_vec(),
+        );
+        if let Some(lowered) = memo.lowered.lock().unwrap().get(&key) {
+            return lowered.clone();
+        }
+        let lowered = self.lower(
+            bytes,
+            module,
+            is_package,
+            parameter_names,
+            fed_names,
+            imported,
+        );
+        memo.lowered.lock().unwrap().insert(key, lowered.clone());
+        lowered
     }
 
     /// `fed_names`: parameters callers feed the device's value (`gate::feed`);
@@ -825,6 +928,7 @@ impl Lowering for FedLowering<'_> {
     fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<ModuleIr> {
         let file = self.index.file(module)?;
         let name = relative(Path::new(""), &file.path);
+        let edited = self.overlay.contains_key(&name);
         let bytes = match self.overlay.get(&name) {
             Some(bytes) => bytes.clone(),
             None => {
@@ -838,8 +942,9 @@ impl Lowering for FedLowering<'_> {
         let mut names = self.parameter_names.to_vec();
         names.extend(device_params.iter().cloned());
         let imported = self.imported.get(module).map_or(&[][..], Vec::as_slice);
-        match self.lowering.lower(
+        match self.lowering.lower_file(
             &bytes,
+            edited,
             module,
             file.is_package,
             &names,
@@ -1217,5 +1322,61 @@ mod tests {
             .collect();
         assert_eq!(ours, walkdir_order);
         assert_eq!(ours.len(), names.len());
+    }
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use super::*;
+
+    /// What a scan found, as text to compare: every gate's place, form and predicate.
+    fn found(scan: &ScanResult) -> Vec<String> {
+        scan.gates
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}:{}:{} {:?} {:?} {}",
+                    g.file, g.line, g.column, g.form, g.function, g.predicate
+                )
+            })
+            .collect()
+    }
+
+    /// The memo changes no scan: with it, the same gates as without it, the first time and
+    /// again; an edit in the overlay shows (here, a new gate) exactly as a scan without the
+    /// memo finds it; and the edited text never stays in the memo, so the next scan without
+    /// the edit finds the site as it is.
+    #[test]
+    fn a_lowering_memo_changes_no_scan_and_keeps_no_edit() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/mixed");
+        let site = Site::open(&root).unwrap();
+        let rules = Rules::load(None).unwrap();
+        let options = ScanOptions {
+            kernel_sources: true,
+            ..ScanOptions::default()
+        };
+        let no_edits = HashMap::new();
+        let plain = found(&scan_with(&site, &rules, options));
+        assert!(!plain.is_empty());
+        let memo = LoweringMemo::default();
+        let memoised = |overlay: &HashMap<String, Vec<u8>>| {
+            found(&scan_overlay_with(&site, &rules, options, overlay, Some(&memo)))
+        };
+        assert_eq!(memoised(&no_edits), plain, "filling the memo");
+        assert_eq!(memoised(&no_edits), plain, "reading the memo");
+
+        let file = "sglang/srt/big_module.py";
+        let mut text = std::fs::read(root.join(file)).unwrap();
+        text.extend_from_slice(
+            b"\n\ndef _memo_probe():\n    return torch.cuda.get_device_capability()[0] == 12\n",
+        );
+        let edit = HashMap::from([(file.to_string(), text)]);
+        let edited = found(&scan_overlay(&site, &rules, options, &edit));
+        assert!(
+            edited.len() > plain.len() && edited.iter().any(|g| g.contains("_memo_probe")),
+            "{edited:#?}"
+        );
+        assert_eq!(memoised(&edit), edited, "an edit over the memo");
+        assert_eq!(memoised(&no_edits), plain, "the edit did not stay");
     }
 }

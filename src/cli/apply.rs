@@ -1,6 +1,7 @@
 //! `gatefix apply TARGET`: plan every patch, refuse what no kernel backs, write the rest in
 //! one ledger transaction (or, with `--dry-run`, show the diffs and write nothing).
 
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -14,10 +15,11 @@ use crate::ledger::lock::SiteLock;
 use crate::ledger::txn::{self, Change, Meta};
 use crate::ledger::witness::{self, Witness};
 use crate::ledger::{Ledger, fault};
+use crate::patch::synth;
 use crate::patch::{Decision, Patch, PatchSet, plan};
 use crate::report::patches as render;
 use crate::rules::Rules;
-use crate::scan::{ScanOptions, scan_with};
+use crate::scan::{LoweringMemo, ScanResult, scan_overlay_with};
 use crate::site::Site;
 
 mod synthesis;
@@ -107,7 +109,21 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         .iter()
         .flat_map(|p| &p.requires)
         .any(|r| matches!(r, Requirement::Dsl(_)));
-    let kernels = || kernel_index(&site, &rules, needs_libraries, needs_dsl);
+    // One scan of the site (kernel sources included: the options synthesis needs) serves the
+    // kernel index and the synthesis audit, and one kernel index serves both plans: nothing
+    // is written in between, so a second scan would find the same.
+    // Its lowerings are kept for synthesis's re-resolutions (`LoweringMemo`).
+    let memo = LoweringMemo::default();
+    let site_scan: OnceCell<ScanResult> = OnceCell::new();
+    let scan = || {
+        site_scan.get_or_init(|| {
+            let no_edits = std::collections::HashMap::new();
+            scan_overlay_with(&site, &rules, synth::SCAN_OPTIONS, &no_edits, Some(&memo))
+        })
+    };
+    let kernel_cell: OnceCell<KernelIndex> = OnceCell::new();
+    let kernels =
+        || kernel_cell.get_or_init(|| kernel_index(&site, scan(), needs_libraries, needs_dsl));
     let input = plan::PlanInput {
         site: &site,
         target: args.target,
@@ -117,7 +133,9 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
     let curated_plan = plan::plan(&selected, &input);
     let synthesized = match synthesis::wanted(&args)? {
         None => Vec::new(),
-        Some(request) => synthesis::run(&site, &rules, &args, &request, &curated_plan)?,
+        Some(request) => {
+            synthesis::run(&site, &rules, scan(), &memo, &args, &request, &curated_plan)?
+        }
     };
     drop(curated_plan);
     let fixes: Vec<&Patch> = synthesized
@@ -243,16 +261,11 @@ fn select<'p>(set: &'p PatchSet, ids: &[String]) -> Result<Vec<&'p Patch>> {
         .collect()
 }
 
-fn kernel_index(site: &Site, rules: &Rules, libraries: bool, dsl: bool) -> KernelIndex {
-    let options = ScanOptions {
-        kernel_sources: true,
-        ..ScanOptions::default()
-    };
-    let scan = scan_with(site, rules, options);
+fn kernel_index(site: &Site, scan: &ScanResult, libraries: bool, dsl: bool) -> KernelIndex {
     let mut index = if libraries {
-        KernelIndex::build(site, &scan)
+        KernelIndex::build(site, scan)
     } else {
-        KernelIndex::build_jit_only(site, &scan)
+        KernelIndex::build_jit_only(site, scan)
     };
     if dsl {
         index.dsl = crate::verdict::site_text::SiteText::read(&site.root).dsl_index();

@@ -87,14 +87,14 @@ pub struct PlanInput<'a> {
     pub site: &'a Site,
     pub target: Arch,
     pub force_unverified: bool,
-    /// Builds the kernel index on first use (it needs a scan of the site).
-    pub kernels: &'a dyn Fn() -> KernelIndex,
+    /// The kernel index, built on first use (it needs a scan of the site) and kept by the
+    /// caller, so that every plan of one run shares it.
+    pub kernels: &'a dyn Fn() -> &'a KernelIndex,
 }
 
 /// Decides every patch, in order; later patches see the files as earlier ready ones leave them.
 pub fn plan<'p>(patches: &[&'p Patch], input: &PlanInput) -> Plan<'p> {
     let mut texts: BTreeMap<String, (Vec<u8>, Vec<u8>)> = BTreeMap::new();
-    let mut kernel_index: Option<KernelIndex> = None;
     let mut plans = Vec::new();
     for patch in patches {
         let dist_version = input
@@ -128,7 +128,7 @@ pub fn plan<'p>(patches: &[&'p Patch], input: &PlanInput) -> Plan<'p> {
             plans.push(plan); // already applied
             continue;
         };
-        let index = kernel_index.get_or_insert_with(|| (input.kernels)());
+        let index = (input.kernels)();
         plan.kernels = patch
             .requires
             .iter()

@@ -18,7 +18,7 @@
 //! admission at every known target outside the target's family is unchanged, and every other
 //! gate of the site keeps its admission at every known target.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -36,7 +36,7 @@ use crate::gate::predicate::{Admits, CudaVersion, DevVar, Pred, evaluate};
 use crate::gate::resolve::{Locals, Resolver, Scope, Val, reset_budget};
 use crate::gate::tokens::resolve_tokens;
 use crate::rules::Rules;
-use crate::scan::{Gate, ScanOptions, ScanResult, python_files, scan_overlay};
+use crate::scan::{Gate, LoweringMemo, ScanOptions, ScanResult, python_files, scan_overlay_with};
 use crate::site::{Site, site_path};
 
 /// The targets gatefix knows: a fix may change admission only inside the target's family.
@@ -102,6 +102,8 @@ pub struct Input<'a> {
     pub cuda: Option<&'a CudaVersion>,
     /// The audit the gates come from (scanned with `SCAN_OPTIONS`).
     pub scan: &'a ScanResult,
+    /// Lowerings of the unedited files, shared by the audit's scan and every re-resolution.
+    pub memo: &'a LoweringMemo,
 }
 
 /// The scan options of the baseline and of every re-resolution: they must be the same.
@@ -225,6 +227,34 @@ struct Prepared {
 /// A gate (its index in the request) and one of its candidates (index).
 type Pick = (usize, usize);
 
+/// Re-resolutions one `apply` may spend settling its fixes; past them the rest is refused.
+const MAX_ROUNDS: usize = 200;
+
+/// Picks re-resolved together in one round of `Ctx::settle`.
+struct Group {
+    picks: Vec<Pick>,
+    /// Whether independent queued picks may join it. Not for a pick checked alone because it
+    /// was doubtful twice, nor for the halves of a group whose failure no file explained:
+    /// merged, they would make the same round again.
+    mergeable: bool,
+}
+
+impl Group {
+    fn mergeable(picks: Vec<Pick>) -> Group {
+        Group {
+            picks,
+            mergeable: true,
+        }
+    }
+
+    fn alone(picks: Vec<Pick>) -> Group {
+        Group {
+            picks,
+            mergeable: false,
+        }
+    }
+}
+
 /// What `Ctx::settle` decided.
 struct Settled {
     /// Gate index -> (accepted candidate, the edited gate's new predicate).
@@ -300,8 +330,10 @@ impl Ctx<'_> {
     /// else on the fixes of the files it imports from or that import it; a pick blamed beyond
     /// doubt (alone in its group, or nothing else of the group in its file or beside it) gives
     /// way to its gate's next candidate; the rest of the group and those next candidates make
-    /// the next group, and a doubtful pick is checked alone. A failure no file explains splits
-    /// its group in halves.
+    /// the next group. Doubtful picks are checked again in batches of picks that share no file
+    /// and are no neighbours (`independent_batches`), where whatever shows in a file has one
+    /// suspect; a pick doubtful a second time is checked alone. A failure no file explains
+    /// splits its group in halves.
     fn settle(
         &self,
         wanted: &[(Gate, Mode, Vec<String>)],
@@ -316,11 +348,45 @@ impl Ctx<'_> {
         };
         let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
         let candidates = |i: usize| prepared[i].as_ref().map_or(0, |p| p.candidates.len());
-        let mut groups: std::collections::VecDeque<Vec<Pick>> = Default::default();
-        groups.push_back(first);
-        while let Some(mut group) = groups.pop_front() {
+        let mut groups: std::collections::VecDeque<Group> = Default::default();
+        groups.push_back(Group::mergeable(first));
+        // Picks that were doubtful once and went to a batch: doubtful again, they go alone, so
+        // every pick gets a definite answer.
+        let mut batched: HashSet<Pick> = HashSet::new();
+        let mut rounds = 0;
+        while let Some(popped) = groups.pop_front() {
+            let mut group = popped.picks;
             if group.is_empty() {
                 continue;
+            }
+            if rounds == MAX_ROUNDS {
+                // A bound, so that no site can keep `apply` re-resolving for hours: what is
+                // left unsettled is refused, never accepted unchecked.
+                for (i, c) in group
+                    .into_iter()
+                    .chain(groups.drain(..).flat_map(|g| g.picks))
+                {
+                    let how = &prepared[i].as_ref().expect("prepared").candidates[c].how;
+                    settled.refusals.entry(i).or_default().push(format!(
+                        "{how}: not settled within {MAX_ROUNDS} re-resolutions"
+                    ));
+                }
+                break;
+            }
+            rounds += 1;
+            // Queued picks that edit no file of this group's and none beside one ride along:
+            // what shows in their files is theirs alone, so one re-resolution answers for
+            // them too.
+            if popped.mergeable {
+                let mut rest = std::collections::VecDeque::new();
+                for other in groups.drain(..) {
+                    if other.mergeable && self.independent(wanted, &group, &other.picks) {
+                        group.extend(other.picks);
+                    } else {
+                        rest.push_back(other);
+                    }
+                }
+                groups = rest;
             }
             in_order(&mut group);
             let (kept, round) = self.joint(wanted, prepared, &group);
@@ -335,7 +401,7 @@ impl Ctx<'_> {
             }
             // A pick that does not combine with those before it in its file goes alone.
             for pick in group.iter().filter(|pick| !kept.contains(pick)) {
-                groups.push_back(vec![*pick]);
+                groups.push_back(Group::mergeable(vec![*pick]));
             }
             if kept.is_empty() {
                 continue;
@@ -394,8 +460,9 @@ impl Ctx<'_> {
             if blamed.is_empty() {
                 debug_assert!(unexplained);
                 let (left, right) = kept.split_at(kept.len() / 2);
-                groups.push_back(left.to_vec());
-                groups.push_back(right.to_vec());
+                // Halves are never merged again: together they are the group that failed.
+                groups.push_back(Group::alone(left.to_vec()));
+                groups.push_back(Group::alone(right.to_vec()));
                 continue;
             }
             // The next group: the rest and the next candidates of the picks refused; a doubtful
@@ -405,6 +472,7 @@ impl Ctx<'_> {
                 .copied()
                 .filter(|pick| !blamed.iter().any(|(p, _, _)| p == pick))
                 .collect();
+            let mut doubtful: Vec<Pick> = Vec::new();
             for (pick @ (i, c), why, sure) in &blamed {
                 if *sure {
                     let how = &prepared[*i].as_ref().expect("prepared").candidates[*c].how;
@@ -416,15 +484,58 @@ impl Ctx<'_> {
                     if c + 1 < candidates(*i) {
                         again.push((*i, c + 1));
                     }
+                } else if batched.contains(pick) {
+                    groups.push_back(Group::alone(vec![*pick]));
                 } else {
-                    groups.push_back(vec![*pick]);
+                    doubtful.push(*pick);
                 }
             }
+            for batch in self.independent_batches(wanted, &doubtful) {
+                batched.extend(batch.iter().copied());
+                groups.push_back(Group::mergeable(batch));
+            }
             if !again.is_empty() {
-                groups.push_back(again);
+                groups.push_back(Group::mergeable(again));
             }
         }
         settled
+    }
+
+    /// Whether no pick of `b` edits a file of `a`'s picks or a neighbour of one.
+    fn independent(&self, wanted: &[(Gate, Mode, Vec<String>)], a: &[Pick], b: &[Pick]) -> bool {
+        a.iter().all(|&(x, _)| {
+            let x = &wanted[x].0.file;
+            b.iter().all(|&(y, _)| {
+                let y = &wanted[y].0.file;
+                x != y && !self.neighbours(x, y)
+            })
+        })
+    }
+
+    /// Splits `picks` into batches (greedily, in order) in which no two picks edit the same
+    /// file or files that are neighbours: re-resolved together, an edited gate that fails or a
+    /// gate that moves in an edited file has a single suspect, as if each pick were alone,
+    /// and one re-resolution answers for the whole batch.
+    fn independent_batches(
+        &self,
+        wanted: &[(Gate, Mode, Vec<String>)],
+        picks: &[Pick],
+    ) -> Vec<Vec<Pick>> {
+        let mut batches: Vec<Vec<Pick>> = Vec::new();
+        for &pick in picks {
+            let file = &wanted[pick.0].0.file;
+            let fits = |batch: &Vec<Pick>| {
+                batch.iter().all(|&(other, _)| {
+                    let other = &wanted[other].0.file;
+                    other != file && !self.neighbours(other, file)
+                })
+            };
+            match batches.iter_mut().find(|batch| fits(batch)) {
+                Some(batch) => batch.push(pick),
+                None => batches.push(vec![pick]),
+            }
+        }
+        batches
     }
 
     /// Whether one of the two files imports from the other at module level.
@@ -474,7 +585,13 @@ impl Ctx<'_> {
             .iter()
             .map(|&(i, _)| (&wanted[i].0, wanted[i].1))
             .collect();
-        let scan = scan_overlay(self.input.site, self.input.rules, SCAN_OPTIONS, &texts);
+        let scan = scan_overlay_with(
+            self.input.site,
+            self.input.rules,
+            SCAN_OPTIONS,
+            &texts,
+            Some(self.input.memo),
+        );
         let round = check_round(&self.baseline, &scan, &edited, self.input);
         (kept, round)
     }
@@ -1360,6 +1477,7 @@ mod tests {
             target: Arch::new(12, 0),
             cuda: None,
             scan: &base,
+            memo: &LoweringMemo::default(),
         };
         let baseline = profiles(&base.gates, None);
         let check =

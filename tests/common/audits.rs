@@ -72,7 +72,7 @@ fn load_or_run(key: &str, prefixes: &[&str], args: &[String]) -> Value {
     let site = wheel_site(prefixes);
     let mut full: Vec<std::ffi::OsString> = vec!["audit".into(), site.path().into()];
     full.extend(args.iter().map(Into::into));
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gatefix"))
+    let output = std::process::Command::new(super::gatefix_bin())
         .args(&full)
         .env_remove("VIRTUAL_ENV")
         .output()
@@ -121,16 +121,17 @@ fn cache_dir() -> PathBuf {
     .clone()
 }
 
-/// The gatefix binary as built now: its size and modification time.
+/// The gatefix binary as built now: its path, size and modification time.
 fn binary_identity() -> String {
-    let meta = std::fs::metadata(env!("CARGO_BIN_EXE_gatefix")).expect("the gatefix binary");
+    let binary = super::gatefix_bin();
+    let meta = std::fs::metadata(&binary).expect("the gatefix binary");
     let modified = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
     let mut hash = Sha256::new();
-    hash.update(env!("CARGO_BIN_EXE_gatefix").as_bytes());
+    hash.update(binary.as_os_str().as_encoded_bytes());
     hash.update(meta.len().to_le_bytes());
     hash.update(modified.to_le_bytes());
     format!("{:x}", hash.finalize())[..16].to_string()

@@ -72,7 +72,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gatefix"));
+    let mut command = Command::new(super::gatefix_bin());
     command.args(args).env_remove("VIRTUAL_ENV");
     for (key, value) in env {
         command.env(key, value);

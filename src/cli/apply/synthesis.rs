@@ -7,7 +7,7 @@ use crate::gate::predicate::CudaVersion;
 use crate::patch::plan::Plan;
 use crate::patch::synth::{self, Mode, Outcome};
 use crate::rules::Rules;
-use crate::scan::{Gate, scan_with};
+use crate::scan::{Gate, LoweringMemo, ScanResult};
 use crate::site::Site;
 use crate::verdict::{VerdictKind, judge};
 
@@ -40,9 +40,13 @@ pub fn wanted(args: &ApplyArgs) -> Result<Option<Request>> {
     }
 }
 
+/// `scan` is the site's scan with `synth::SCAN_OPTIONS`, shared with the kernel index, and
+/// `memo` the lowerings it made (the re-resolutions reuse them).
 pub fn run(
     site: &Site,
     rules: &Rules,
+    scan: &ScanResult,
+    memo: &LoweringMemo,
     args: &ApplyArgs,
     request: &Request,
     curated: &Plan,
@@ -57,8 +61,7 @@ pub fn run(
     };
     let target = args.target;
     eprintln!("gatefix: auditing the site for fixes at {target}");
-    let scan = scan_with(site, rules, synth::SCAN_OPTIONS);
-    let verdicts = judge(site, &scan, rules, &[target], cuda.as_ref());
+    let verdicts = judge(site, scan, rules, &[target], cuda.as_ref());
     let mut refused: Vec<Outcome> = Vec::new();
     let mut wanted: Vec<(Gate, Mode, Vec<String>)> = Vec::new();
     let mut pick = |gate: &Gate, kind: VerdictKind, evidence: &[String], named: bool| {
@@ -148,7 +151,8 @@ pub fn run(
         rules,
         target,
         cuda: cuda.as_ref(),
-        scan: &scan,
+        scan,
+        memo,
     };
     eprintln!(
         "gatefix: synthesizing {} fix(es), checked by re-resolving the whole site with them",
