@@ -1360,7 +1360,13 @@ mod memo_tests {
         assert!(!plain.is_empty());
         let memo = LoweringMemo::default();
         let memoised = |overlay: &HashMap<String, Vec<u8>>| {
-            found(&scan_overlay_with(&site, &rules, options, overlay, Some(&memo)))
+            found(&scan_overlay_with(
+                &site,
+                &rules,
+                options,
+                overlay,
+                Some(&memo),
+            ))
         };
         assert_eq!(memoised(&no_edits), plain, "filling the memo");
         assert_eq!(memoised(&no_edits), plain, "reading the memo");
