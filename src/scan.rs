@@ -336,7 +336,7 @@ pub fn scan_overlay_with(
     let prefilter = prefilter_tokens(&rule_names);
     let resolve = resolve_tokens(&rules.resolve_names());
     let parameter_names = rules.parameter_names();
-    let index = ModuleIndex::new(&site.root, &files, resolve.clone());
+    let index = ModuleIndex::new(&site.root, &files, resolve.clone()).with_overlay(overlay.clone());
     let lowering = FileLowering {
         prefilter: &prefilter,
         resolve: &resolve,

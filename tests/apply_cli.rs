@@ -899,6 +899,27 @@ fn verify_passing_keeps_the_transaction() {
 }
 
 #[test]
+fn an_empty_verify_command_is_refused_before_anything_is_written() {
+    let (_guard, root) = venv_copy("synth");
+    let before = hash_tree(&root);
+    let doc = audit_json(&root, &["sm_120"]);
+    let helper = gate_id(&doc, FIXES, "helper_call");
+    for empty in ["", "   "] {
+        let out = apply(
+            &root,
+            &["--unsafe-fixes", "--gate", &helper, "--verify", empty],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--verify needs a command"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(hash_tree(&root), before);
+    }
+}
+
+#[test]
 fn verify_failing_crashing_or_timing_out_reverts_at_once() {
     for (command_text, timeout, what) in [
         (
@@ -908,6 +929,14 @@ fn verify_failing_crashing_or_timing_out_reverts_at_once() {
         ),
         ("kill -SEGV $$", "60", "killed by signal 11"),
         ("sleep 30", "1", "timed out after 1 s"),
+        // A process started outside the command's group holds its output open: neither the
+        // exit nor the timeout waits for it.
+        (
+            "setsid sleep 100 & sleep 1; exit 1",
+            "60",
+            "exited with status 1",
+        ),
+        ("setsid sleep 100 & sleep 30", "3", "timed out after 3 s"),
     ] {
         let (_guard, root) = venv_copy("synth");
         let before = hash_tree(&root);

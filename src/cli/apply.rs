@@ -77,6 +77,11 @@ pub struct ApplyArgs {
 }
 
 pub fn run(args: ApplyArgs) -> Result<i32> {
+    if args.verify.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(Error::input(
+            "--verify needs a command to run after the apply (a smoke test such as `python -c 'import sglang'`); an empty one would pass without checking anything",
+        ));
+    }
     let root = args.site.announced_site_root()?;
     let site = Site::open(&root)?;
     let patches = PatchSet::load(args.patch_dir.as_deref())?;

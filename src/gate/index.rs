@@ -25,6 +25,9 @@ pub struct ModuleFile {
 
 pub struct ModuleIndex {
     root: PathBuf,
+    /// Edited text that stands in for files (relative path, `/`): apply's re-resolution
+    /// check scans text that is not written anywhere, and a module read whole must see it.
+    overlay: Arc<HashMap<String, Vec<u8>>>,
     modules: HashMap<String, ModuleFile>,
     tokens: Tokens,
     /// The scan's modules that call a name with an arch-dependent argument, by the called
@@ -66,10 +69,17 @@ impl ModuleIndex {
         }
         ModuleIndex {
             root: root.to_path_buf(),
+            overlay: Arc::new(HashMap::new()),
             modules,
             tokens,
             callers: OnceLock::new(),
         }
+    }
+
+    /// The same index reading `overlay`'s text in place of those files (see `overlay`).
+    pub fn with_overlay(mut self, overlay: HashMap<String, Vec<u8>>) -> ModuleIndex {
+        self.overlay = Arc::new(overlay);
+        self
     }
 
     /// Records which of the scan's modules call which names (see `callers`).
@@ -130,6 +140,7 @@ impl ModuleIndex {
             .collect();
         ModuleIndex {
             root: self.root.clone(),
+            overlay: self.overlay.clone(),
             modules,
             tokens: self.tokens.clone(),
             callers: OnceLock::new(),
@@ -172,8 +183,8 @@ impl ModuleIndex {
         let Some(file) = self.modules.get(module) else {
             return false;
         };
-        std::fs::read(self.root.join(&file.path))
-            .is_ok_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
+        self.read(file)
+            .is_some_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
     }
 
     /// Whether the module assigns `name` at top level, read from its text (`false` when it
@@ -182,12 +193,20 @@ impl ModuleIndex {
         let Some(file) = self.modules.get(module) else {
             return false;
         };
-        std::fs::read(self.root.join(&file.path))
-            .is_ok_and(|bytes| super::chunks::has_top_level_assignment(&bytes, name))
+        self.read(file)
+            .is_some_and(|bytes| super::chunks::has_top_level_assignment(&bytes, name))
+    }
+
+    /// The module's text: the overlay's edit, else the file's.
+    fn read(&self, file: &ModuleFile) -> Option<Vec<u8>> {
+        match self.overlay.get(&crate::site::path_text(&file.path)) {
+            Some(bytes) => Some(bytes.clone()),
+            None => std::fs::read(self.root.join(&file.path)).ok(),
+        }
     }
 
     fn parse_whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
-        let bytes = std::fs::read(self.root.join(&file.path)).ok()?;
+        let bytes = self.read(file)?;
         // Resolution reads no body of a function without a token: do not parse them (unless
         // that made a syntax error the file does not have).
         let skipped = skip_plain_bodies(&bytes, &self.tokens).and_then(|skipped| {
@@ -214,6 +233,31 @@ impl ModuleIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_read_whole_reads_the_overlay_in_place_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/m.py"), "def before():\n    pass\n").unwrap();
+        let files = vec![PathBuf::from("pkg/m.py")];
+        let tokens = Tokens::new(["is_sm"]);
+        let plain = ModuleIndex::new(dir.path(), &files, tokens.clone());
+        let edited = ModuleIndex::new(dir.path(), &files, tokens).with_overlay(HashMap::from([(
+            "pkg/m.py".to_string(),
+            b"def after():\n    pass\n".to_vec(),
+        )]));
+        assert!(plain.has_top_level_def("pkg.m", "before"));
+        assert!(!edited.has_top_level_def("pkg.m", "before"));
+        assert!(edited.has_top_level_def("pkg.m", "after"));
+        let names = |index: &ModuleIndex| -> Vec<String> {
+            let ir = index.whole_parse("pkg.m").unwrap();
+            ir.functions.iter().map(|f| f.qualname.clone()).collect()
+        };
+        assert_eq!(names(&plain), vec!["before"]);
+        assert_eq!(names(&edited), vec!["after"]);
+        // An index made from the edited one shares its parses, and so its text.
+        assert_eq!(names(&edited.sharing()), vec!["after"]);
+    }
 
     #[test]
     fn module_names_from_paths() {

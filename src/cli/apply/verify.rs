@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 /// How many of the command's last lines are kept.
 const TAIL_LINES: usize = 20;
 
+/// How long the output is still read once the command has ended or been killed.
+const READ_GRACE: Duration = Duration::from_secs(2);
+
 pub struct Failure {
     /// "exited with status 1", "was killed by signal 9", "timed out after 5 s".
     pub what: String,
@@ -83,12 +86,26 @@ pub fn run(command: &str, timeout: Duration) -> Result<(), Failure> {
     if status.is_none() {
         let _ = child.wait();
     }
-    for reader in readers {
+    // A process the command started outside its group (`setsid sleep 100 &`) survives the
+    // kill and may hold the pipes open for as long as it runs: the output is read for a
+    // moment more, then the readers are left behind, not waited for.
+    let grace = Instant::now();
+    while readers.iter().any(|r| !r.is_finished()) && grace.elapsed() < READ_GRACE {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let escaped = readers.iter().any(|r| !r.is_finished());
+    for reader in readers.into_iter().filter(|r| r.is_finished()) {
         let _ = reader.join();
     }
     let text = String::from_utf8_lossy(&output.lock().expect("no poisoned lock")).into_owned();
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].to_vec();
+    let mut tail = lines[lines.len().saturating_sub(TAIL_LINES)..].to_vec();
+    if escaped {
+        tail.push(
+            "(gatefix: a process the command started outside its process group still holds its output; not waited for)"
+                .to_string(),
+        );
+    }
     use std::os::unix::process::ExitStatusExt;
     match status {
         Some(status) if status.success() => Ok(()),
