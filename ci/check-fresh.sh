@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 target=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# update-ref writes a reflog entry, which wants an identity a fresh machine may not have.
+export GIT_COMMITTER_NAME=gatefix-check-fresh GIT_COMMITTER_EMAIL=check-fresh@localhost
 git clone -q --no-local . "$work/clone"
 cd "$work/clone"
 
