@@ -829,15 +829,18 @@ impl FileLowering<'_> {
         fed_names: &[String],
         imported: &[String],
     ) -> Lowered {
-        let Some(memo) = self.memo.filter(|_| !edited) else {
-            return self.lower(
+        let lower = || {
+            self.lower(
                 bytes,
                 module,
                 is_package,
                 parameter_names,
                 fed_names,
                 imported,
-            );
+            )
+        };
+        let Some(memo) = self.memo.filter(|_| !edited) else {
+            return lower();
         };
         let key = (
             module.to_string(),
@@ -849,14 +852,7 @@ impl FileLowering<'_> {
         if let Some(lowered) = memo.lowered.lock().unwrap().get(&key) {
             return lowered.clone();
         }
-        let lowered = self.lower(
-            bytes,
-            module,
-            is_package,
-            parameter_names,
-            fed_names,
-            imported,
-        );
+        let lowered = lower();
         memo.lowered.lock().unwrap().insert(key, lowered.clone());
         lowered
     }

@@ -72,18 +72,9 @@ fn load_or_run(key: &str, prefixes: &[&str], args: &[String]) -> Value {
     let site = wheel_site(prefixes);
     let mut full: Vec<std::ffi::OsString> = vec!["audit".into(), site.path().into()];
     full.extend(args.iter().map(Into::into));
-    let output = std::process::Command::new(super::gatefix_bin())
-        .args(&full)
-        .env_remove("VIRTUAL_ENV")
-        .output()
-        .expect("the gatefix binary runs");
-    assert!(
-        output.status.success(),
-        "gatefix audit over {prefixes:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
-    store(&path, &output.stdout);
+    let stdout = super::gatefix_stdout(&full);
+    let doc: Value = serde_json::from_slice(&stdout).expect("stdout is one JSON document");
+    store(&path, &stdout);
     doc
 }
 

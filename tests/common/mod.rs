@@ -26,16 +26,25 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let output = Command::new(gatefix_bin())
-        .args(args)
-        .output()
-        .expect("the gatefix binary runs");
+    serde_json::from_slice(&gatefix_stdout(args)).expect("stdout is one JSON document")
+}
+
+/// Runs `gatefix ARGS...` (with no `VIRTUAL_ENV`), asserts success, and returns stdout.
+#[allow(dead_code)] // not every test crate runs the binary
+pub fn gatefix_stdout<I, S>(args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = Command::new(gatefix_bin());
+    command.args(args).env_remove("VIRTUAL_ENV");
+    let output = command.output().expect("the gatefix binary runs");
     assert!(
         output.status.success(),
-        "{}",
+        "{command:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+    output.stdout
 }
 
 pub mod audits;
