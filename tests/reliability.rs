@@ -163,6 +163,18 @@ fn a_missing_object_and_a_damaged_commit_are_named() {
         assert!(err.contains(&done.to_string()), "{command}: {err}");
         assert!(err.contains("cut short"), "{command}: {err}");
     }
+    // The command those errors name lists the damage instead of refusing with it.
+    let out = verb("status", &root, &["--fsck"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("DAMAGED: ") && text.contains(&done.to_string()),
+        "{text}"
+    );
+    assert!(
+        text.contains("fsck: ") && text.contains("object(s) checked"),
+        "{text}"
+    );
     assert_eq!(hash_tree(&root), patched);
     // A content swap (valid zlib, wrong bytes) is caught by the hash.
     write_object(&commit_path, &intact);

@@ -183,6 +183,29 @@ pub fn status(args: StatusArgs) -> Result<i32> {
     let root = args.site.announced_site_root()?;
     let dir = args.site.ledger_dir(&root)?;
     let site = Site::open(&root)?;
+    // The error every other command gives for a damaged history points to `status --fsck`:
+    // that must list the damage, not refuse with the same error.
+    if args.fsck
+        && let Some(ledger) = Ledger::open_unchecked(&dir, &root)?
+        && let Err(error) = ledger.check_history()
+    {
+        let (checked, problems) = ledger.fsck();
+        let mut status = empty_status(&root, &dir);
+        status.objects_checked = Some(checked);
+        status.damaged = problems.into_iter().map(|(_, problem)| problem).collect();
+        if status.damaged.is_empty() {
+            status.damaged.push(error.to_string());
+        }
+        match args.format {
+            Format::Json => println!(
+                "{}",
+                serde_json::to_string_pretty(&status).expect("status serialises")
+            ),
+            Format::Human => print!("{}", human_status(&status)),
+        }
+        eprintln!("gatefix: {error}");
+        return Ok(exit::USAGE);
+    }
     let Some(ledger) = Ledger::open(&dir, &root)? else {
         let states = examine(&site, None, args.all);
         let mut status = empty_status(&root, &dir);

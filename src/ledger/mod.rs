@@ -57,6 +57,21 @@ fn enable_fsync() {
 }
 
 impl Ledger {
+    /// Opens an existing ledger without checking its history (`None`: there is none), for
+    /// `status --fsck`, which must report a damaged history rather than refuse with it.
+    pub fn open_unchecked(dir: &Path, site_root: &Path) -> Result<Option<Ledger>> {
+        if !dir.join("HEAD").is_file() {
+            return Ok(None);
+        }
+        enable_fsync();
+        let repo = Repository::open_bare(dir).map_err(|e| git_error(dir, "cannot open", e))?;
+        Ok(Some(Ledger {
+            repo,
+            dir: dir.to_path_buf(),
+            site_root: site_root.to_path_buf(),
+        }))
+    }
+
     /// Opens the ledger, creating it (bare, `main` as HEAD) if needed.
     pub fn open_or_init(dir: &Path, site_root: &Path) -> Result<Ledger> {
         enable_fsync();
@@ -92,7 +107,7 @@ impl Ledger {
     /// Every commit on `main` and `pending`, and every tree they hold, read with a bound and
     /// checked against its id, before libgit2 parses any of them (blobs are checked when
     /// read). A damaged one is an input error naming it: never a hang inside inflate.
-    fn check_history(&self) -> Result<()> {
+    pub fn check_history(&self) -> Result<()> {
         let tips: Vec<Oid> = [MAIN, PENDING]
             .iter()
             .filter_map(|name| self.repo.refname_to_id(name).ok())
