@@ -709,8 +709,7 @@ fn lower_importers(
             .par_iter()
             .map(|(file, module, is_package, names)| {
                 let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
-                // `read_for_lowering` borrows the overlay's edited text, and only that.
-                let edited = matches!(bytes, std::borrow::Cow::Borrowed(_));
+                let edited = overlay.contains_key(&relative(Path::new(""), file));
                 match lowering.lower_file(
                     &bytes,
                     edited,

@@ -117,13 +117,14 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
     // One scan of the site (kernel sources included: the options synthesis needs) serves the
     // kernel index and the synthesis audit, and one kernel index serves both plans: nothing
     // is written in between, so a second scan would find the same.
-    // Its lowerings are kept for synthesis's re-resolutions (`LoweringMemo`).
-    let memo = LoweringMemo::default();
+    // With fixes to synthesize, its lowerings are kept for the re-resolutions (`LoweringMemo`).
+    let request = synthesis::wanted(&args)?;
+    let memo = request.as_ref().map(|_| LoweringMemo::default());
     let site_scan: OnceCell<ScanResult> = OnceCell::new();
     let scan = || {
         site_scan.get_or_init(|| {
             let no_edits = std::collections::HashMap::new();
-            scan_overlay_with(&site, &rules, synth::SCAN_OPTIONS, &no_edits, Some(&memo))
+            scan_overlay_with(&site, &rules, synth::SCAN_OPTIONS, &no_edits, memo.as_ref())
         })
     };
     let kernel_cell: OnceCell<KernelIndex> = OnceCell::new();
@@ -136,11 +137,11 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         kernels: &kernels,
     };
     let curated_plan = plan::plan(&selected, &input);
-    let synthesized = match synthesis::wanted(&args)? {
-        None => Vec::new(),
-        Some(request) => {
-            synthesis::run(&site, &rules, scan(), &memo, &args, &request, &curated_plan)?
+    let synthesized = match (&request, &memo) {
+        (Some(request), Some(memo)) => {
+            synthesis::run(&site, &rules, scan(), memo, &args, request, &curated_plan)?
         }
+        _ => Vec::new(),
     };
     drop(curated_plan);
     let fixes: Vec<&Patch> = synthesized

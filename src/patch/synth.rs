@@ -13,7 +13,7 @@
 //!   same object, each resolved in the module that defines it, never invented;
 //! - anything else: no fix, and why.
 //!
-//! Every candidate is applied in memory and the whole site re-resolved (`scan_overlay`): the
+//! Every candidate is applied in memory and the whole site re-resolved (`scan_overlay_with`): the
 //! fix is kept only if the edited gate now admits the target (closing: blocks it), its
 //! admission at every known target outside the target's family is unchanged, and every other
 //! gate of the site keeps its admission at every known target.
@@ -523,14 +523,10 @@ impl Ctx<'_> {
     ) -> Vec<Vec<Pick>> {
         let mut batches: Vec<Vec<Pick>> = Vec::new();
         for &pick in picks {
-            let file = &wanted[pick.0].0.file;
-            let fits = |batch: &Vec<Pick>| {
-                batch.iter().all(|&(other, _)| {
-                    let other = &wanted[other].0.file;
-                    other != file && !self.neighbours(other, file)
-                })
-            };
-            match batches.iter_mut().find(|batch| fits(batch)) {
+            match batches
+                .iter_mut()
+                .find(|batch| self.independent(wanted, batch, &[pick]))
+            {
                 Some(batch) => batch.push(pick),
                 None => batches.push(vec![pick]),
             }
