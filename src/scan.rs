@@ -13,7 +13,7 @@ use crate::gate::chunks::{
 };
 use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
-use crate::gate::index::{ModuleIndex, module_name};
+use crate::gate::index::{ModuleIndex, ReadLog, module_name};
 use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
 use crate::gate::lower::{lower_parsed, parse, parse_ranges};
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
@@ -312,6 +312,30 @@ pub struct LoweringMemo {
     outcomes: std::sync::Mutex<HashMap<String, FileOutcome>>,
     /// Lowerings with extra names (importers of device names, fed parameters).
     lowered: std::sync::Mutex<HashMap<LoweringKey, Lowered>>,
+    /// The index of the site as it is on disk: every scan's index shares its whole parses
+    /// of the files that scan did not edit.
+    index: std::sync::OnceLock<ModuleIndex>,
+    /// Each file's last resolution, with what it read (see `Resolution`).
+    resolved: std::sync::Mutex<HashMap<String, std::sync::Arc<Resolution>>>,
+    /// How many modules' resolutions were reused (for tests and `GATEFIX_TIMINGS`).
+    reused: std::sync::atomic::AtomicUsize,
+}
+
+/// A module's gates as one scan resolved them, kept with the IR they were resolved from and
+/// everything the resolution read of the index. Resolution is a function of those alone (its
+/// memo tables and step budget are its own), so where another scan hands the same IR (the
+/// same `Arc`) and the index answers every read the same, the gates are the same.
+struct Resolution {
+    module: SharedModule,
+    reads: ReadLog,
+    gates: Vec<Gate>,
+}
+
+impl LoweringMemo {
+    /// How many modules' resolutions were reused from an earlier scan instead of redone.
+    pub fn reused(&self) -> usize {
+        self.reused.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Module, whether a package, parameter names, fed names, imported device names.
@@ -336,7 +360,13 @@ pub fn scan_overlay_with(
     let prefilter = prefilter_tokens(&rule_names);
     let resolve = resolve_tokens(&rules.resolve_names());
     let parameter_names = rules.parameter_names();
-    let index = ModuleIndex::new(&site.root, &files, resolve.clone()).with_overlay(overlay.clone());
+    let index = match memo {
+        Some(memo) => memo
+            .index
+            .get_or_init(|| ModuleIndex::new(&site.root, &files, resolve.clone()))
+            .sharing_unedited(overlay.clone()),
+        None => ModuleIndex::new(&site.root, &files, resolve.clone()).with_overlay(overlay.clone()),
+    };
     let lowering = FileLowering {
         prefilter: &prefilter,
         resolve: &resolve,
@@ -377,7 +407,7 @@ pub fn scan_overlay_with(
                         &[],
                         &[],
                     ) {
-                        Lowered::Ir(ir) => *ir,
+                        Lowered::Ir(ir) => ir,
                         Lowered::Nothing => return FileOutcome::Nothing,
                         Lowered::ParserGaveUp => {
                             return skipped(
@@ -392,7 +422,7 @@ pub fn scan_overlay_with(
                             "skipped: module `{module}` is not in the site's module index"
                         ));
                     }
-                    FileOutcome::Parsed(name.clone(), std::sync::Arc::new(ir), file_warnings)
+                    FileOutcome::Parsed(name.clone(), ir, file_warnings)
                 };
                 let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
                 if let Some(bytes) = edited {
@@ -545,13 +575,26 @@ pub fn scan_overlay_with(
     let mut gates: Vec<Gate> = lowered
         .par_iter()
         .flat_map_iter(|(file, module, _)| {
-            let resolver = Resolver::new(&index, rules, resolve.clone());
+            let kept = memo.and_then(|memo| memo.resolved.lock().unwrap().get(file).cloned());
+            if let Some(memo) = memo
+                && let Some(kept) = kept
+                && std::sync::Arc::ptr_eq(&kept.module, module)
+                && kept.reads.holds(&index)
+            {
+                memo.reused
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return kept.gates.clone();
+            }
+            let resolver = match memo {
+                Some(_) => Resolver::logging(&index, rules, resolve.clone()),
+                None => Resolver::new(&index, rules, resolve.clone()),
+            };
             let started = std::time::Instant::now();
             let resolved = resolve_module(&resolver, module);
             if timings && started.elapsed().as_millis() >= 100 {
                 eprintln!("scan: resolving {file} took {:?}", started.elapsed());
             }
-            resolved
+            let gates: Vec<Gate> = resolved
                 .into_iter()
                 .map(|resolved| {
                     let site_record = &module.sites[resolved.site_index];
@@ -578,11 +621,26 @@ pub fn scan_overlay_with(
                         assumes: resolved.assumes,
                     }
                 })
-                .collect::<Vec<_>>()
+                .collect();
+            if let Some(memo) = memo {
+                let kept = Resolution {
+                    module: module.clone(),
+                    reads: resolver.take_read_log(),
+                    gates: gates.clone(),
+                };
+                memo.resolved
+                    .lock()
+                    .unwrap()
+                    .insert(file.clone(), std::sync::Arc::new(kept));
+            }
+            gates
         })
         .collect();
     if timings {
-        eprintln!("scan: resolve {:?}", clock.elapsed());
+        let reused = memo.map_or(String::new(), |memo| {
+            format!(" ({} modules reused so far)", memo.reused())
+        });
+        eprintln!("scan: resolve {:?}{reused}", clock.elapsed());
     }
     gates.sort_by(|a, b| {
         (&a.file, a.line, a.column, a.form.specificity(), a.form).cmp(&(
@@ -705,7 +763,7 @@ fn lower_importers(
         if found.is_empty() {
             break;
         }
-        let relowered: Vec<Option<ModuleIr>> = found
+        let relowered: Vec<Option<SharedModule>> = found
             .par_iter()
             .map(|(file, module, is_package, names)| {
                 let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
@@ -719,7 +777,7 @@ fn lower_importers(
                     &[],
                     names,
                 ) {
-                    Lowered::Ir(ir) => Some(*ir),
+                    Lowered::Ir(ir) => Some(ir),
                     Lowered::Nothing | Lowered::ParserGaveUp => None,
                 }
             })
@@ -746,7 +804,6 @@ fn lower_importers(
             }
             imported.insert(module, names);
             let file = relative(Path::new(""), file);
-            let ir = std::sync::Arc::new(ir);
             match position.get(&file) {
                 Some(&i) => lowered[i].1 = ir,
                 None => lowered.push((file, ir, Vec::new())),
@@ -786,7 +843,8 @@ struct FileLowering<'a> {
 
 #[derive(Clone)]
 enum Lowered {
-    Ir(Box<ModuleIr>),
+    /// Shared, so that the memo hands every scan the same `Arc` (what a `ReadLog` compares).
+    Ir(SharedModule),
     /// No token (or tokens only in comments): nothing to parse.
     Nothing,
     ParserGaveUp,
@@ -889,7 +947,7 @@ impl FileLowering<'_> {
             Some(None) => return Lowered::Nothing,
             None => return Lowered::ParserGaveUp,
         };
-        Lowered::Ir(Box::new(lower_parsed(
+        Lowered::Ir(std::sync::Arc::new(lower_parsed(
             bytes,
             &tree,
             module,
@@ -920,7 +978,7 @@ struct FedLowering<'a> {
 }
 
 impl Lowering for FedLowering<'_> {
-    fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<ModuleIr> {
+    fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<SharedModule> {
         let file = self.index.file(module)?;
         let name = relative(Path::new(""), &file.path);
         let edited = self.overlay.contains_key(&name);
@@ -946,7 +1004,7 @@ impl Lowering for FedLowering<'_> {
             device_params,
             imported,
         ) {
-            Lowered::Ir(ir) => Some(*ir),
+            Lowered::Ir(ir) => Some(ir),
             Lowered::Nothing | Lowered::ParserGaveUp => None,
         }
     }
@@ -957,7 +1015,7 @@ impl Lowering for FedLowering<'_> {
                 .contains_key(&relative(Path::new(""), &file.path))
         });
         if edited {
-            return self.lower_fed(module, &[]).map(std::sync::Arc::new);
+            return self.lower_fed(module, &[]);
         }
         // Bodies without a token are skipped, as resolution reads modules; the parse is
         // shared with the indexes resolution uses.
@@ -1364,7 +1422,14 @@ mod memo_tests {
             ))
         };
         assert_eq!(memoised(&no_edits), plain, "filling the memo");
+        assert_eq!(memo.reused(), 0);
         assert_eq!(memoised(&no_edits), plain, "reading the memo");
+        let modules = scan_with(&site, &rules, options).modules.len();
+        assert_eq!(
+            memo.reused(),
+            modules,
+            "an unchanged site resolves nothing again"
+        );
 
         let file = "sglang/srt/big_module.py";
         let mut text = std::fs::read(root.join(file)).unwrap();
@@ -1379,5 +1444,55 @@ mod memo_tests {
         );
         assert_eq!(memoised(&edit), edited, "an edit over the memo");
         assert_eq!(memoised(&no_edits), plain, "the edit did not stay");
+    }
+
+    /// A module whose gates depend on another's text is resolved again when that text is
+    /// edited, and only then: `b` reads the flag `a` computes, and an edit of `a` that
+    /// changes the flag changes `b`'s gate in a memoised scan as in a fresh one, while `c`,
+    /// which reads nothing of `a`, is reused.
+    #[test]
+    fn an_edit_resolves_again_the_modules_that_read_the_edited_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let pkg = dir.path().join("pkg");
+        std::fs::create_dir(&pkg).unwrap();
+        std::fs::write(pkg.join("__init__.py"), "").unwrap();
+        let a = "import torch\n\nFAST = torch.cuda.get_device_capability()[0] == 9\n";
+        std::fs::write(pkg.join("a.py"), a).unwrap();
+        std::fs::write(
+            pkg.join("b.py"),
+            "from pkg.a import FAST\n\n\ndef pick():\n    if FAST:\n        return 1\n    return 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            pkg.join("c.py"),
+            "import torch\n\n\ndef other():\n    if torch.cuda.get_device_capability() >= (10, 0):\n        return 1\n    return 0\n",
+        )
+        .unwrap();
+        let site = Site::open(dir.path()).unwrap();
+        let rules = Rules::load(None).unwrap();
+        let options = ScanOptions::default();
+        let memo = LoweringMemo::default();
+        let memoised = |overlay: &HashMap<String, Vec<u8>>| {
+            scan_overlay_with(&site, &rules, options, overlay, Some(&memo))
+        };
+        let before = memoised(&HashMap::new());
+        let b_gate = |scan: &ScanResult| -> String {
+            let gate = scan.gates.iter().find(|g| g.file == "pkg/b.py").unwrap();
+            gate.predicate.to_string()
+        };
+        assert!(b_gate(&before).contains('9'), "{}", b_gate(&before));
+        let edit = HashMap::from([(
+            "pkg/a.py".to_string(),
+            a.replace("== 9", "== 12").into_bytes(),
+        )]);
+        let reused = memo.reused();
+        let after = memoised(&edit);
+        assert_eq!(
+            found(&after),
+            found(&scan_overlay(&site, &rules, options, &edit))
+        );
+        assert!(b_gate(&after).contains("12"), "{}", b_gate(&after));
+        // c.py is reused; a.py (edited) and b.py (reads a) are not.
+        assert_eq!(memo.reused() - reused, 1);
     }
 }

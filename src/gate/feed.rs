@@ -14,7 +14,7 @@
 //! callers): this pass only decides which sites are candidates.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -31,7 +31,7 @@ pub trait Lowering: Sync {
     /// The module lowered as the scan lowers files (chunked on the fast path, whole with
     /// `--exhaustive`), with these parameter names taken as the device's, as a rule's are:
     /// the chunking keeps what reads them (`None` when it cannot be read or parsed).
-    fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<ModuleIr>;
+    fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<SharedModule>;
     /// The module with every definition's signature (bodies may be left out).
     fn signatures(&self, module: &str) -> Option<SharedModule>;
     /// Whether the dotted name is a module of the site.
@@ -134,7 +134,7 @@ pub fn feed_parameters(
         let count = grown.len();
         let grown: Vec<String> = grown.into_iter().collect();
         let shared: &dyn Lowering = &*lowering;
-        let relowered: Vec<Option<ModuleIr>> = grown
+        let relowered: Vec<Option<SharedModule>> = grown
             .par_iter()
             .map(|target| {
                 let names: Vec<String> = fed[target].iter().cloned().collect();
@@ -143,7 +143,7 @@ pub fn feed_parameters(
             .collect();
         for (target, ir) in grown.into_iter().zip(relowered) {
             if let Some(ir) = ir {
-                modules.insert(target.clone(), Arc::new(ir));
+                modules.insert(target.clone(), ir);
                 touched.insert(target.clone());
                 changed.push(target);
                 last_ask_current = false;

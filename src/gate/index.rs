@@ -147,6 +147,42 @@ impl ModuleIndex {
         }
     }
 
+    /// A fresh index of the same site reading `overlay`'s text in place of those files: it
+    /// shares this one's whole parses of every other file (this one must have no overlay).
+    /// Scans of one site with different edits then answer the same `Arc` for a module
+    /// nobody edited, which is what a `ReadLog` compares.
+    pub fn sharing_unedited(&self, overlay: HashMap<String, Vec<u8>>) -> ModuleIndex {
+        debug_assert!(
+            self.overlay.is_empty(),
+            "shared parses are of the files on disk"
+        );
+        let modules = self
+            .modules
+            .iter()
+            .map(|(name, file)| {
+                let edited = overlay.contains_key(&crate::site::path_text(&file.path));
+                let file = ModuleFile {
+                    path: file.path.clone(),
+                    is_package: file.is_package,
+                    cell: OnceLock::new(),
+                    whole: if edited {
+                        Arc::new(OnceLock::new())
+                    } else {
+                        file.whole.clone()
+                    },
+                };
+                (name.clone(), file)
+            })
+            .collect();
+        ModuleIndex {
+            root: self.root.clone(),
+            overlay: Arc::new(overlay),
+            modules,
+            tokens: self.tokens.clone(),
+            callers: OnceLock::new(),
+        }
+    }
+
     /// The lowered module, parsing it now if nobody has.
     pub fn get(&self, module: &str) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
@@ -227,6 +263,131 @@ impl ModuleIndex {
             file.is_package,
             &self.tokens,
         )))
+    }
+}
+
+/// One question a resolution asked the index, with the answer it got. Modules are kept by
+/// `Arc` (alive, so a pointer is never reused for another module while the log lives): on
+/// another scan of the same site, an answer that is the same `Arc` is the same module.
+#[derive(Clone)]
+enum Read {
+    Get(String, Option<SharedModule>),
+    Whole(String, Option<SharedModule>),
+    IsModule(String, bool),
+    TopLevelDef(String, String, bool),
+    TopLevelAssignment(String, String, bool),
+    Callers(String, Vec<SharedModule>),
+}
+
+fn same_module(a: &Option<SharedModule>, b: &Option<SharedModule>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+impl Read {
+    /// Whether `index` answers this question as it was answered.
+    fn holds(&self, index: &ModuleIndex) -> bool {
+        match self {
+            Read::Get(module, got) => same_module(&index.get(module), got),
+            Read::Whole(module, got) => same_module(&index.get_whole(module), got),
+            Read::IsModule(module, got) => index.is_module(module) == *got,
+            Read::TopLevelDef(module, name, got) => index.has_top_level_def(module, name) == *got,
+            Read::TopLevelAssignment(module, name, got) => {
+                index.has_top_level_assignment(module, name) == *got
+            }
+            Read::Callers(name, got) => {
+                let now = index.callers_of(name);
+                now.len() == got.len() && now.iter().zip(got).all(|(a, b)| Arc::ptr_eq(a, b))
+            }
+        }
+    }
+}
+
+/// Everything a resolution read from the index, in order (see `IndexReads`).
+#[derive(Clone, Default)]
+pub struct ReadLog(Vec<Read>);
+
+impl ReadLog {
+    /// Whether every question gets the same answer from `index`: then a resolution that
+    /// depends on nothing but its module and these answers comes out the same on it.
+    pub fn holds(&self, index: &ModuleIndex) -> bool {
+        self.0.iter().all(|read| read.holds(index))
+    }
+}
+
+/// The index as one resolution reads it, optionally logging every question and answer
+/// (`ReadLog`): apply re-resolves a site many times with a few files edited, and a module
+/// whose own IR and every answer it read are unchanged resolves to what it did before.
+pub struct IndexReads<'a> {
+    index: &'a ModuleIndex,
+    log: Option<std::sync::Mutex<Vec<Read>>>,
+}
+
+impl<'a> IndexReads<'a> {
+    pub fn plain(index: &'a ModuleIndex) -> Self {
+        IndexReads { index, log: None }
+    }
+
+    pub fn logged(index: &'a ModuleIndex) -> Self {
+        IndexReads {
+            index,
+            log: Some(std::sync::Mutex::new(Vec::new())),
+        }
+    }
+
+    /// What was read so far (empty when not logging).
+    pub fn take_log(&self) -> ReadLog {
+        ReadLog(
+            self.log
+                .as_ref()
+                .map(|log| std::mem::take(&mut *log.lock().unwrap()))
+                .unwrap_or_default(),
+        )
+    }
+
+    fn note(&self, read: impl FnOnce() -> Read) {
+        if let Some(log) = &self.log {
+            log.lock().unwrap().push(read());
+        }
+    }
+
+    pub fn get(&self, module: &str) -> Option<SharedModule> {
+        let got = self.index.get(module);
+        self.note(|| Read::Get(module.to_string(), got.clone()));
+        got
+    }
+
+    pub fn get_whole(&self, module: &str) -> Option<SharedModule> {
+        let got = self.index.get_whole(module);
+        self.note(|| Read::Whole(module.to_string(), got.clone()));
+        got
+    }
+
+    pub fn is_module(&self, module: &str) -> bool {
+        let got = self.index.is_module(module);
+        self.note(|| Read::IsModule(module.to_string(), got));
+        got
+    }
+
+    pub fn has_top_level_def(&self, module: &str, name: &str) -> bool {
+        let got = self.index.has_top_level_def(module, name);
+        self.note(|| Read::TopLevelDef(module.to_string(), name.to_string(), got));
+        got
+    }
+
+    pub fn has_top_level_assignment(&self, module: &str, name: &str) -> bool {
+        let got = self.index.has_top_level_assignment(module, name);
+        self.note(|| Read::TopLevelAssignment(module.to_string(), name.to_string(), got));
+        got
+    }
+
+    pub fn callers_of(&self, name: &str) -> &'a [SharedModule] {
+        let got = self.index.callers_of(name);
+        self.note(|| Read::Callers(name.to_string(), got.to_vec()));
+        got
     }
 }
 

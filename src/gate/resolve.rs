@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::index::ModuleIndex;
+use super::index::{IndexReads, ModuleIndex, ReadLog};
 use super::ir::*;
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
 use super::tokens::Tokens;
@@ -139,7 +139,9 @@ impl<'s> Scope<'s> {
 }
 
 pub struct Resolver<'a> {
-    pub index: &'a ModuleIndex,
+    /// Every question to the index goes through here, so a logging resolver's `ReadLog`
+    /// holds all it read of other modules.
+    index: IndexReads<'a>,
     pub rules: &'a Rules,
     tokens: Tokens,
     /// The form tokens alone: an attribute named like a gate (`x.is_sm100`) on an object
@@ -355,6 +357,20 @@ fn take_step() -> bool {
 
 impl<'a> Resolver<'a> {
     pub fn new(index: &'a ModuleIndex, rules: &'a Rules, tokens: Tokens) -> Self {
+        Self::reading(IndexReads::plain(index), rules, tokens)
+    }
+
+    /// A resolver that logs what it reads of the index (`take_read_log`).
+    pub fn logging(index: &'a ModuleIndex, rules: &'a Rules, tokens: Tokens) -> Self {
+        Self::reading(IndexReads::logged(index), rules, tokens)
+    }
+
+    /// What a `logging` resolver read so far (empty for one made with `new`).
+    pub fn take_read_log(&self) -> ReadLog {
+        self.index.take_log()
+    }
+
+    fn reading(index: IndexReads<'a>, rules: &'a Rules, tokens: Tokens) -> Self {
         Resolver {
             index,
             rules,
