@@ -317,8 +317,23 @@ pub struct LoweringMemo {
     index: std::sync::OnceLock<ModuleIndex>,
     /// Each file's last resolution, with what it read (see `Resolution`).
     resolved: std::sync::Mutex<HashMap<String, std::sync::Arc<Resolution>>>,
+    /// `gate::feed`'s answers by caller module, with what they read (see `FedAnswers`).
+    fed: std::sync::Mutex<HashMap<String, Vec<std::sync::Arc<FedAnswers>>>>,
     /// How many modules' resolutions were reused (for tests and `GATEFIX_TIMINGS`).
     reused: std::sync::atomic::AtomicUsize,
+}
+
+/// `FedAnswers` kept per caller module: `gate::feed` asks a caller at most once per round.
+const FED_ANSWERS_KEPT: usize = crate::gate::feed::MAX_ROUNDS * 2;
+
+/// Which of a caller module's arguments carry the device's value, as one round of
+/// `gate::feed` answered: kept, like a `Resolution`, with the caller's IR, the asks (by the
+/// address of the call and the argument in that IR) and what the resolver read.
+struct FedAnswers {
+    caller: SharedModule,
+    asks: Vec<(usize, usize)>,
+    reads: ReadLog,
+    answers: Vec<bool>,
 }
 
 /// A module's gates as one scan resolved them, kept with the IR they were resolved from and
@@ -1065,20 +1080,60 @@ impl Lowering for FedLowering<'_> {
                 .push(i);
         }
         let groups: Vec<Vec<usize>> = groups.into_values().collect();
+        let memo = self.lowering.memo;
         let answered: Vec<Vec<(usize, bool)>> = groups
             .par_iter()
             .map(|group| {
-                let resolver = Resolver::new(&index, self.rules, self.resolve.clone());
-                group
+                let caller = asks[group[0]].caller;
+                let places: Vec<(usize, usize)> = group
                     .iter()
                     .map(|&i| {
                         let ask = &asks[i];
                         (
-                            i,
-                            resolver.passes_device_value(ask.caller, ask.site, ask.argument),
+                            std::ptr::from_ref(ask.site) as usize,
+                            std::ptr::from_ref(ask.argument) as usize,
                         )
                     })
-                    .collect()
+                    .collect();
+                let kept: Vec<std::sync::Arc<FedAnswers>> = memo
+                    .and_then(|memo| memo.fed.lock().unwrap().get(&caller.module).cloned())
+                    .unwrap_or_default();
+                let reuse = kept.iter().find(|kept| {
+                    std::sync::Arc::ptr_eq(&kept.caller, caller)
+                        && kept.asks == places
+                        && kept.reads.holds(&index)
+                });
+                if let Some(kept) = reuse {
+                    return group.iter().copied().zip(kept.answers.clone()).collect();
+                }
+                let resolver = match memo {
+                    Some(_) => Resolver::logging(&index, self.rules, self.resolve.clone()),
+                    None => Resolver::new(&index, self.rules, self.resolve.clone()),
+                };
+                let answers: Vec<bool> = group
+                    .iter()
+                    .map(|&i| {
+                        let ask = &asks[i];
+                        resolver.passes_device_value(ask.caller, ask.site, ask.argument)
+                    })
+                    .collect();
+                if let Some(memo) = memo {
+                    let kept = FedAnswers {
+                        caller: caller.clone(),
+                        asks: places,
+                        reads: resolver.take_read_log(),
+                        answers: answers.clone(),
+                    };
+                    let mut fed = memo.fed.lock().unwrap();
+                    let entries = fed.entry(caller.module.clone()).or_default();
+                    // The pass asks a caller again in later rounds, with other modules
+                    // lowered again: a few entries each, the oldest dropped.
+                    if entries.len() >= FED_ANSWERS_KEPT {
+                        entries.remove(0);
+                    }
+                    entries.push(std::sync::Arc::new(kept));
+                }
+                group.iter().copied().zip(answers).collect()
             })
             .collect();
         let mut answers = vec![false; asks.len()];
@@ -1460,7 +1515,12 @@ mod memo_tests {
         std::fs::write(pkg.join("a.py"), a).unwrap();
         std::fs::write(
             pkg.join("b.py"),
-            "from pkg.a import FAST\n\n\ndef pick():\n    if FAST:\n        return 1\n    return 0\n",
+            "from pkg.a import FAST\nfrom pkg.d import run\n\n\ndef pick():\n    if FAST:\n        return 1\n    return 0\n\n\ndef go():\n    return run(FAST)\n",
+        )
+        .unwrap();
+        std::fs::write(
+            pkg.join("d.py"),
+            "def run(fast):\n    if fast:\n        return 1\n    return 0\n",
         )
         .unwrap();
         std::fs::write(
@@ -1476,11 +1536,15 @@ mod memo_tests {
             scan_overlay_with(&site, &rules, options, overlay, Some(&memo))
         };
         let before = memoised(&HashMap::new());
-        let b_gate = |scan: &ScanResult| -> String {
-            let gate = scan.gates.iter().find(|g| g.file == "pkg/b.py").unwrap();
+        let gate_in = |scan: &ScanResult, file: &str| -> String {
+            let gate = scan.gates.iter().find(|g| g.file == file).unwrap();
             gate.predicate.to_string()
         };
+        let b_gate = |scan: &ScanResult| gate_in(scan, "pkg/b.py");
+        // d.py's parameter is fed FAST by b.py (`gate::feed`).
+        let d_gate = |scan: &ScanResult| gate_in(scan, "pkg/d.py");
         assert!(b_gate(&before).contains('9'), "{}", b_gate(&before));
+        assert!(d_gate(&before).contains('9'), "{}", d_gate(&before));
         let edit = HashMap::from([(
             "pkg/a.py".to_string(),
             a.replace("== 9", "== 12").into_bytes(),
@@ -1492,7 +1556,8 @@ mod memo_tests {
             found(&scan_overlay(&site, &rules, options, &edit))
         );
         assert!(b_gate(&after).contains("12"), "{}", b_gate(&after));
-        // c.py is reused; a.py (edited) and b.py (reads a) are not.
+        assert!(d_gate(&after).contains("12"), "{}", d_gate(&after));
+        // c.py is reused; a.py (edited), b.py (reads a) and d.py (fed by b from a) are not.
         assert_eq!(memo.reused() - reused, 1);
     }
 }

@@ -471,6 +471,37 @@ pub fn site_path(site_root: &Path, relative: &str) -> Result<PathBuf, String> {
     Ok(joined)
 }
 
+/// `site_path` for a file that is not there (deleted since gatefix wrote it), to write it
+/// again: `None` when something is at that path. The nearest folder above it that exists
+/// must resolve inside the root; below it nothing exists, so no symlink can lead out.
+pub fn missing_site_path(site_root: &Path, relative: &str) -> Option<Result<PathBuf, String>> {
+    let clean = safe_relative(Path::new(relative))?;
+    let joined = site_root.join(&clean);
+    if std::fs::symlink_metadata(&joined).is_ok() {
+        return None;
+    }
+    let check = || {
+        let root = site_root
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", site_root.display()))?;
+        let existing = joined
+            .ancestors()
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+            .ok_or_else(|| format!("{clean}: no folder of it exists"))?;
+        let resolved = existing
+            .canonicalize()
+            .map_err(|e| format!("{clean}: {e}"))?;
+        if !resolved.starts_with(&root) {
+            return Err(format!(
+                "{clean} leads out of the site root through a symlink (to {}); refused",
+                resolved.display()
+            ));
+        }
+        Ok(joined.clone())
+    };
+    Some(check())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,6 +548,14 @@ mod tests {
         for bad in ["../a.py", "/etc/passwd", "b.py", "pkg/b.py", "missing.py"] {
             assert!(site_path(root.path(), bad).is_err(), "{bad}");
         }
+        // A missing file may be written again only below folders inside the root.
+        let missing = |p: &str| missing_site_path(root.path(), p);
+        assert!(missing("a.py").is_none(), "it is there");
+        assert!(missing("b.py").is_none(), "a symlink is there");
+        assert_eq!(missing("gone.py").unwrap(), Ok(root.path().join("gone.py")));
+        assert!(missing("new/dir/gone.py").unwrap().is_ok());
+        assert!(missing("pkg/gone.py").unwrap().is_err(), "pkg leads out");
+        assert!(missing("../gone.py").is_none());
     }
 
     #[test]

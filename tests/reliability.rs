@@ -598,8 +598,108 @@ fn too_little_free_space_is_refused_before_the_first_write() {
     );
     assert_eq!(hash_tree(&root), before);
     assert!(temp_files(&root).is_empty());
-    let repo = git2::Repository::open_bare(ledger_dir(&root)).ok();
-    assert!(repo.is_none_or(|r| r.refname_to_id("refs/heads/main").is_err()));
+    // Checked before the ledger is created: a full disk cannot leave half a repository.
+    assert!(!ledger_dir(&root).join("HEAD").exists());
+    assert!(!ledger_dir(&root).join("objects").exists());
+}
+
+/// The name of the fault point a killed command died at (`killed at point N (NAME)`).
+fn killed_at(output: &Output) -> Option<String> {
+    let err = stderr(output);
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("gatefix: fault injection: killed at point "))?;
+    let (_, name) = line.split_once(" (")?;
+    Some(name.trim_end_matches(')').to_string())
+}
+
+/// A kill -9 at each fault point of the ledger's creation (the first apply on a site) never
+/// locks gatefix out: afterwards `status` and `revert` succeed with the site unchanged, and
+/// `apply` makes the ledger and applies, and reverts byte for byte.
+#[test]
+fn a_kill_while_the_ledger_is_created_never_locks_gatefix_out() {
+    let mut creation_points = Vec::new();
+    for at in 1..=40 {
+        let (_g, root) = venv_copy("fusion");
+        let original = hash_tree(&root);
+        let n = at.to_string();
+        let out = verb_env("apply", &root, &[("GATEFIX_FAULT_AT", &n)]);
+        let Some(point) = killed_at(&out) else {
+            panic!("apply was not killed at point {at}: {}", stderr(&out));
+        };
+        if !point.starts_with("ledger ") {
+            if creation_points.is_empty() {
+                continue;
+            }
+            break;
+        }
+        creation_points.push(point.clone());
+        let context = format!("killed at {at} ({point})");
+        assert_eq!(hash_tree(&root), original, "{context}");
+        for command in ["status", "revert"] {
+            let out = verb(command, &root, &[]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{context}: {command}: {}",
+                stderr(&out)
+            );
+            assert!(
+                !stdout(&out).contains("INTERRUPTED"),
+                "{context}: {command}"
+            );
+        }
+        assert_eq!(hash_tree(&root), original, "{context}");
+        let out = verb("apply", &root, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{context}: apply: {}",
+            stderr(&out)
+        );
+        assert_ne!(hash_tree(&root), original, "{context}: apply wrote nothing");
+        assert!(
+            ledger_dir(&root).join("gatefix-ledger").is_file(),
+            "{context}"
+        );
+        let out = verb("revert", &root, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{context}: revert: {}",
+            stderr(&out)
+        );
+        assert_eq!(hash_tree(&root), original, "{context}: revert");
+    }
+    assert_eq!(
+        creation_points,
+        [
+            "ledger folder made",
+            "ledger repository made",
+            "ledger HEAD set",
+            "ledger marker written"
+        ]
+    );
+}
+
+/// A ledger whose `HEAD` file was deleted still shows its transaction and reverts it.
+#[test]
+fn a_ledger_that_lost_its_head_file_still_reverts() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    std::fs::remove_file(ledger_dir(&root).join("HEAD")).unwrap();
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert!(text.contains("transaction 1"), "{text}");
+    assert!(
+        stderr(&out).contains("its HEAD file was missing"),
+        "{}",
+        stderr(&out)
+    );
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
 }
 
 /// A real full disk: the venv on a small tmpfs (where this process may mount one; as root in
@@ -874,4 +974,35 @@ fn valid_python_the_grammar_rejects_is_not_called_a_syntax_error() {
         err.contains("tree-sitter-python rejects valid Python"),
         "{err}"
     );
+}
+
+/// A patched file deleted after the apply: revert refuses, naming it and `--force`, and
+/// changes nothing; `revert --force` writes it again and the whole site is back byte for
+/// byte, that file included.
+#[test]
+fn a_deleted_patched_file_is_restored_by_revert_force() {
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    let file = site(&root).join(COMMUNICATOR);
+    assert!(file.is_file());
+    std::fs::remove_file(&file).unwrap();
+    let deleted = hash_tree(&root);
+    let out = verb("revert", &root, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(COMMUNICATOR) && err.contains("deleted") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), deleted, "a refused revert writes nothing");
+    let out = verb("revert", &root, &["--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        hash_tree(&root),
+        original,
+        "every file, the deleted one too"
+    );
+    let status = stdout(&verb("status", &root, &[]));
+    assert!(!status.contains("INTERRUPTED"), "{status}");
 }

@@ -175,8 +175,6 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         return Ok(code);
     }
     warn_unverified(&plan);
-    let ledger = Ledger::open_or_init(&ledger_dir, &site.root)?;
-    let meta = apply_meta(&plan, args.target);
     let changes: Vec<Change> = plan
         .files
         .iter()
@@ -186,6 +184,10 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
             new: f.new.clone(),
         })
         .collect();
+    // Room for the whole transaction before anything is created, the ledger included.
+    crate::ledger::space::check(&site.root, &ledger_dir, &changes)?;
+    let ledger = Ledger::open_or_init(&ledger_dir, &site.root)?;
+    let meta = apply_meta(&plan, args.target);
     let number = txn::run(&ledger, &meta, &changes)?;
     println!(
         "applied as transaction {number}: {} file(s) changed; ledger {}",

@@ -21,6 +21,23 @@ pub fn temp_path(path: &Path, txn: u32) -> PathBuf {
 /// file is removed: the original is untouched and nothing is left beside it.
 pub fn replace_file(path: &Path, bytes: &[u8], txn: u32) -> std::io::Result<()> {
     let mode = std::fs::metadata(path)?.permissions();
+    write_through_temp(path, bytes, txn, mode)
+}
+
+/// Writes a file that is missing (deleted since gatefix wrote it) as `replace_file` writes
+/// one that is there: through a temp file, synced and renamed in, so a crash leaves it
+/// absent or whole. Mode 0644, as pip installs sources.
+pub fn restore_missing_file(path: &Path, bytes: &[u8], txn: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    write_through_temp(path, bytes, txn, std::fs::Permissions::from_mode(0o644))
+}
+
+fn write_through_temp(
+    path: &Path,
+    bytes: &[u8],
+    txn: u32,
+    mode: std::fs::Permissions,
+) -> std::io::Result<()> {
     let temp = temp_path(path, txn);
     let _ = std::fs::remove_file(&temp); // a crash may have left one
     fault::write_point("temp file create")?;

@@ -39,6 +39,43 @@ pub struct Ledger {
     pub site_root: PathBuf,
 }
 
+/// Writes `HEAD` again into a ledger that has the marker and its history but lost the file
+/// (`place::head_lost`); without it nothing would open the ledger, and its transactions
+/// would look absent. Every ledger's `HEAD` names `main`.
+fn restore_lost_head(dir: &Path) -> Result<()> {
+    if !place::head_lost(dir) {
+        return Ok(());
+    }
+    let head = dir.join("HEAD");
+    std::fs::write(&head, format!("ref: {MAIN}\n")).map_err(|source| Error::Io {
+        path: head.clone(),
+        source,
+    })?;
+    eprintln!(
+        "gatefix: ledger {}: its HEAD file was missing; written again (ref: {MAIN})",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Removes what a cut-short creation left (`place::half_made`: creation's entries alone, no
+/// object, no ref), keeping the lock file, so the ledger is made again from scratch.
+fn clear_half_made(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name() == "gatefix.lock" {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|source| Error::Io { path, source })?;
+    }
+    Ok(())
+}
+
 fn git_error(dir: &Path, what: &str, e: git2::Error) -> Error {
     Error::input(format!("ledger {}: {what}: {}", dir.display(), e.message()))
 }
@@ -72,27 +109,35 @@ impl Ledger {
         }))
     }
 
-    /// Opens the ledger, creating it (bare, `main` as HEAD) if needed.
+    /// Opens the ledger, creating it (bare, `main` as HEAD) if needed. A ledger whose
+    /// creation was cut short is made again; one that lost its `HEAD` file gets it back.
     pub fn open_or_init(dir: &Path, site_root: &Path) -> Result<Ledger> {
         enable_fsync();
-        let repo = if dir.join("HEAD").is_file() {
+        restore_lost_head(dir)?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        let repo = if dir.join("HEAD").is_file() && !place::half_made(dir) {
             Repository::open_bare(dir).map_err(|e| git_error(dir, "cannot open", e))?
         } else {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            if place::half_made(dir) {
+                clear_half_made(dir)?;
+            }
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            fault::point("ledger folder made");
             let repo =
                 Repository::init_bare(dir).map_err(|e| git_error(dir, "cannot create", e))?;
+            fault::point("ledger repository made");
             repo.set_head(MAIN)
                 .map_err(|e| git_error(dir, "cannot set HEAD", e))?;
+            fault::point("ledger HEAD set");
+            // Last: the marker says the creation finished (see `place::half_made`).
             let marker = dir.join(place::MARKER);
-            std::fs::write(&marker, "a gatefix ledger (see `gatefix status`)\n").map_err(
-                |source| Error::Io {
-                    path: marker,
-                    source,
-                },
-            )?;
+            std::fs::write(&marker, "a gatefix ledger (see `gatefix status`)\n")
+                .map_err(io(&marker))?;
+            fsio::sync_dir(dir).map_err(io(dir))?;
+            fault::point("ledger marker written");
             repo
         };
         let ledger = Ledger {
@@ -186,9 +231,11 @@ impl Ledger {
         ))
     }
 
-    /// Opens an existing ledger; `None` when the site has none.
+    /// Opens an existing ledger; `None` when the site has none (or only one whose creation
+    /// was cut short: it records nothing).
     pub fn open(dir: &Path, site_root: &Path) -> Result<Option<Ledger>> {
-        if !dir.join("HEAD").is_file() {
+        restore_lost_head(dir)?;
+        if !dir.join("HEAD").is_file() || place::half_made(dir) {
             return Ok(None);
         }
         Ledger::open_or_init(dir, site_root).map(Some)

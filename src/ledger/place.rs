@@ -161,7 +161,9 @@ fn check(site_root: &Path, dir: &Path) -> std::result::Result<(), String> {
 }
 
 /// A folder gatefix made: a bare repository with the marker, or (ledgers made before the
-/// marker) a bare repository with gatefix's lock file; or a folder with only the lock file.
+/// marker) a bare repository with gatefix's lock file; a folder with only the lock file;
+/// a ledger whose creation was cut short (`half_made`); or one with the marker whose `HEAD`
+/// file was lost (`Ledger::open` writes it again).
 pub fn is_ledger(dir: &Path) -> bool {
     let lock = dir.join("gatefix.lock").is_file();
     let marker = dir.join(MARKER).is_file();
@@ -169,7 +171,67 @@ pub fn is_ledger(dir: &Path) -> bool {
     let only_lock = std::fs::read_dir(dir)
         .map(|e| e.flatten().all(|e| e.file_name() == "gatefix.lock"))
         .unwrap_or(false);
-    (bare && (lock || marker)) || only_lock
+    (bare && (lock || marker)) || only_lock || half_made(dir) || head_lost(dir)
+}
+
+/// What creating a bare repository writes, and gatefix's own files: a folder holding only
+/// these (and no object or ref) is a ledger whose creation stopped part way.
+const CREATION_ENTRIES: &[&str] = &[
+    "HEAD",
+    "config",
+    "description",
+    "hooks",
+    "info",
+    "objects",
+    "refs",
+    "branches",
+    "logs",
+    "gatefix.lock",
+    MARKER,
+];
+
+/// A ledger gatefix began to create and never finished (a kill, a full disk): no entry but
+/// those creation writes (and libgit2's `.lock` files), not one object or ref, and the
+/// marker (written last) missing or `HEAD` missing. It records no transaction, so it is
+/// made again from scratch.
+pub fn half_made(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(CREATION_ENTRIES.contains(&name.as_ref()) || name.ends_with(".lock")) {
+            return false;
+        }
+        any |= name != "gatefix.lock";
+    }
+    let finished = dir.join(MARKER).is_file() && dir.join("HEAD").is_file();
+    any && !finished && holds_no_file(&dir.join("objects")) && holds_no_file(&dir.join("refs"))
+}
+
+/// A ledger with the marker, its objects and refs, whose `HEAD` file is gone.
+pub fn head_lost(dir: &Path) -> bool {
+    dir.join(MARKER).is_file()
+        && !dir.join("HEAD").exists()
+        && dir.join("objects").is_dir()
+        && dir.join("refs").is_dir()
+        && !(holds_no_file(&dir.join("objects")) && holds_no_file(&dir.join("refs")))
+}
+
+/// Whether a folder (missing or not) has no plain file anywhere below it.
+fn holds_no_file(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return !dir.exists();
+    };
+    entries.flatten().all(|entry| match entry.file_type() {
+        Ok(kind) if kind.is_dir() => holds_no_file(&entry.path()),
+        _ => false,
+    })
 }
 
 /// Records a ledger that is not at the default place, so later commands find it without the

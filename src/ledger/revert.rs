@@ -66,6 +66,7 @@ fn revert_noting(
     let head = ledger
         .head()?
         .expect("a ledger with transactions has a head");
+    restore_deleted(ledger, &history, &head, &targets, force)?;
     let paths = resolve_paths(ledger, targets.keys().map(String::as_str))?;
     let mut changes = Vec::new();
     let mut drift = Vec::new();
@@ -118,6 +119,63 @@ fn revert_noting(
         restored: changes.into_iter().map(|c| c.path).collect(),
         already_original,
     })
+}
+
+/// Files of the transactions being reverted that were deleted since gatefix wrote them (an
+/// uninstall, a hand `rm`). Refused unless `force`; with it, each is first written back with
+/// the bytes gatefix last wrote there (the ledger's newest image), each atomically, so the
+/// site is at a state the ledger knows before the revert proper restores the pre-images: a
+/// crash in between leaves files the ledger explains, never a half-written one.
+fn restore_deleted(
+    ledger: &Ledger,
+    history: &History,
+    head: &git2::Commit,
+    targets: &BTreeMap<String, Vec<u8>>,
+    force: bool,
+) -> Result<()> {
+    let mut deleted = Vec::new();
+    for file in targets.keys() {
+        if let Some(path) = crate::site::missing_site_path(&ledger.site_root, file) {
+            deleted.push((file, path.map_err(Error::refused)?));
+        }
+    }
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = deleted.iter().map(|(file, _)| file.as_str()).collect();
+    if !force {
+        return Err(Error::refused(format!(
+            "{} file(s) gatefix patched were deleted since (an uninstall, a hand edit?): {}; \
+             nothing was written. `gatefix revert --force` writes them again from the ledger \
+             and restores their pre-images",
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    let txn = history.next_txn();
+    for (file, path) in deleted {
+        let last = ledger
+            .blob(head, file)
+            .map_err(|e| ledger.damaged(history.last_writer(file), "last written bytes", file, &e))?
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "ledger {}: no image of {file} to write it again from; nothing was written",
+                    ledger.dir.display()
+                ))
+            })?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        super::fsio::restore_missing_file(&path, &last, txn).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        eprintln!("gatefix: {file} was deleted; written again from the ledger (--force)");
+    }
+    Ok(())
 }
 
 /// Each file goes back to its pre-image in the oldest selected transaction that touched it.
