@@ -1,5 +1,6 @@
 //! Kernel layers on real pinned wheels (issue 14): the device guards and host checks of the
-//! sources flashinfer's JIT generators compile, evaluated per target. `#[ignore]`d in a plain
+//! sources flashinfer's JIT generators compile, evaluated per target, as `gatefix kernels
+//! --format json` reports them (one run per site). `#[ignore]`d in a plain
 //! `cargo test`; `.ci/run` fetches the wheels (`ci/fetch-wheels.sh`) and runs them with
 //! `--ignored`.
 
@@ -8,57 +9,70 @@ mod common;
 use std::sync::OnceLock;
 
 use common::fixture::{run, stdout, wheel_site};
-use gatefix::arch::Arch;
-use gatefix::kernel::layers::{Layer, LayerAnswer, Verdict};
-use gatefix::kernel::query::{Answer, KernelIndex, LayeredAnswer, Requirement};
-use gatefix::rules::Rules;
-use gatefix::scan::{ScanOptions, scan_with};
-use gatefix::site::Site;
+use serde::Deserialize;
+use serde_json::Value;
 
-struct Indexed {
-    _dir: tempfile::TempDir,
-    site: Site,
-    index: KernelIndex,
-}
-
-fn indexed(wheels: &[&str]) -> Indexed {
+/// `gatefix kernels --format json` of a pristine site of these wheels, at every target the
+/// tests ask about: run once per site (the binary `.ci/run` ships, see `common::gatefix_bin`).
+fn kernels(wheels: &[&str]) -> Value {
     let dir = wheel_site(wheels);
-    let site = Site::open(dir.path()).unwrap();
-    let rules = Rules::load(None).unwrap();
-    let options = ScanOptions {
-        kernel_sources: true,
-        ..ScanOptions::default()
-    };
-    let result = scan_with(&site, &rules, options);
-    let index = KernelIndex::build(&site, &result);
-    Indexed {
-        _dir: dir,
-        site,
-        index,
+    let mut args = vec![
+        "kernels".to_string(),
+        dir.path().display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ];
+    for target in ["sm_89", "sm_90", "sm_100", "sm_103", "sm_120", "sm_121"] {
+        args.push("--target".into());
+        args.push(target.into());
     }
+    common::gatefix_json(args)
 }
 
-fn flashinfer_050() -> &'static Indexed {
-    static SITE: OnceLock<Indexed> = OnceLock::new();
-    SITE.get_or_init(|| indexed(&["flashinfer_python-0.5.0-"]))
+fn flashinfer_050() -> &'static Value {
+    static SITE: OnceLock<Value> = OnceLock::new();
+    SITE.get_or_init(|| kernels(&["flashinfer_python-0.5.0-"]))
 }
 
-fn flashinfer_072() -> &'static Indexed {
-    static SITE: OnceLock<Indexed> = OnceLock::new();
-    SITE.get_or_init(|| indexed(&["flashinfer_python-0.7.2-"]))
+fn flashinfer_072() -> &'static Value {
+    static SITE: OnceLock<Value> = OnceLock::new();
+    SITE.get_or_init(|| kernels(&["flashinfer_python-0.7.2-"]))
 }
 
-fn layers(site: &Indexed, id: &str, target: Arch) -> LayeredAnswer {
-    site.index
-        .coverage_layers(&Requirement::Jit(id.into()), target, &site.site)
+/// A JIT generator's answer at one target, with the layer answers it combines.
+#[derive(Debug, Deserialize)]
+struct Layered {
+    answer: String,
+    evidence: Vec<String>,
+    layers: Vec<LayerAnswer>,
 }
 
-fn layer(answer: &LayeredAnswer, which: Layer) -> &LayerAnswer {
+#[derive(Debug, Deserialize)]
+struct LayerAnswer {
+    layer: String,
+    verdict: String,
+    summary: String,
+    evidence: Vec<String>,
+}
+
+fn layers(site: &Value, id: &str, target: &str) -> Layered {
+    let generator = site["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == id)
+        .unwrap_or_else(|| panic!("no generator {id}"));
+    let layered = &generator["layers"][target];
+    serde_json::from_value(layered.clone())
+        .unwrap_or_else(|e| panic!("{id} at {target}: {e}: {layered}"))
+}
+
+fn layer<'a>(answer: &'a Layered, which: &str) -> &'a LayerAnswer {
     answer
         .layers
         .iter()
         .find(|l| l.layer == which)
-        .unwrap_or_else(|| panic!("no {which:?}: {answer:?}"))
+        .unwrap_or_else(|| panic!("no {which}: {answer:?}"))
 }
 
 const COMM: &str = "flashinfer.jit.comm:gen_trtllm_comm_module";
@@ -70,10 +84,10 @@ const GUARD: &str =
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn flashinfer_050_trtllm_comm_is_closed_at_sm120_by_the_list_and_the_guards() {
     let site = flashinfer_050();
-    let sm120 = layers(site, COMM, Arch::new(12, 0));
-    assert_eq!(layer(&sm120, Layer::L2).verdict, Verdict::No);
-    let l3 = layer(&sm120, Layer::L3);
-    assert_eq!(l3.verdict, Verdict::Partly, "{l3:?}");
+    let sm120 = layers(site, COMM, "sm_120");
+    assert_eq!(layer(&sm120, "L2").verdict, "no");
+    let l3 = layer(&sm120, "L3");
+    assert_eq!(l3.verdict, "partly", "{l3:?}");
     assert_eq!(
         l3.evidence[0],
         format!(
@@ -108,38 +122,30 @@ fn flashinfer_050_trtllm_comm_is_closed_at_sm120_by_the_list_and_the_guards() {
         ]
     );
     assert_eq!(l3.evidence.len(), 13, "{:?}", l3.evidence);
-    match &sm120.answer {
-        Answer::NotCovered { evidence } => {
-            assert!(evidence[0].ends_with("supported_major_versions=[9, 10]"));
-            assert!(evidence.iter().any(|e| e.contains("empty body")));
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(sm120.answer, "not covered", "{sm120:?}");
+    assert!(sm120.evidence[0].ends_with("supported_major_versions=[9, 10]"));
+    assert!(sm120.evidence.iter().any(|e| e.contains("empty body")));
     // Where the list and the guards admit it, every layer does.
-    let sm100 = layers(site, COMM, Arch::new(10, 0));
-    for which in [Layer::L2, Layer::L3, Layer::L4] {
-        assert_eq!(layer(&sm100, which).verdict, Verdict::Yes, "{which:?}");
+    let sm100 = layers(site, COMM, "sm_100");
+    for which in ["L2", "L3", "L4"] {
+        assert_eq!(layer(&sm100, which).verdict, "yes", "{which}");
     }
-    assert!(matches!(sm100.answer, Answer::Covered { .. }));
+    assert_eq!(sm100.answer, "covered");
 }
 
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
 fn flashinfer_072_trtllm_comm_passes_every_layer_at_sm120() {
-    let sm120 = layers(flashinfer_072(), COMM, Arch::new(12, 0));
-    for which in [Layer::L2, Layer::L3, Layer::L4] {
+    let sm120 = layers(flashinfer_072(), COMM, "sm_120");
+    for which in ["L2", "L3", "L4"] {
         let l = layer(&sm120, which);
-        assert_eq!(l.verdict, Verdict::Yes, "{l:?}");
+        assert_eq!(l.verdict, "yes", "{l:?}");
     }
     assert_eq!(
-        layer(&sm120, Layer::L3).summary,
+        layer(&sm120, "L3").summary,
         "12 kernels in 13 files have bodies at sm_120"
     );
-    assert!(
-        matches!(sm120.answer, Answer::Covered { .. }),
-        "{:?}",
-        sm120.answer
-    );
+    assert_eq!(sm120.answer, "covered", "{sm120:?}");
 }
 
 #[test]
@@ -149,15 +155,11 @@ fn flashinfer_050_fused_moe_launcher_checks_major_10() {
     let id = "flashinfer.jit.fused_moe:gen_trtllm_gen_fused_moe_sm100_module";
     let check = "flashinfer/data/csrc/trtllm_fused_moe_kernel_launcher.cu:98 \
                  `TVM_FFI_ICHECK_EQ(std::get<0>(device_props), 10)`";
-    for (major, minor, verdict) in [
-        (10, 0, Verdict::Yes),
-        (10, 3, Verdict::Yes),
-        (12, 0, Verdict::No),
-    ] {
-        let answer = layers(site, id, Arch::new(major, minor));
-        let l4 = layer(&answer, Layer::L4);
-        assert_eq!(l4.verdict, verdict, "sm_{major}{minor}: {l4:?}");
-        if verdict == Verdict::No {
+    for (target, verdict) in [("sm_100", "yes"), ("sm_103", "yes"), ("sm_120", "no")] {
+        let answer = layers(site, id, target);
+        let l4 = layer(&answer, "L4");
+        assert_eq!(l4.verdict, verdict, "{target}: {l4:?}");
+        if verdict == "no" {
             assert!(l4.evidence[0].starts_with(check), "{l4:?}");
         }
     }
@@ -172,18 +174,18 @@ fn flashinfer_050_trtllm_gen_fmha_runner_checks_sm100_or_sm103() {
     let check = "flashinfer/data/include/flashinfer/trtllm/fmha/fmhaRunner.cuh:30 \
                  `FLASHINFER_CHECK(mSM == kSM_100 || mSM == kSM_103, \"Unsupported architecture\")` \
                  fails at sm_120";
-    for (major, minor, verdict) in [
-        (10, 0, Verdict::Yes),
-        (10, 3, Verdict::Yes),
-        (12, 0, Verdict::No),
-        (12, 1, Verdict::No),
-        (9, 0, Verdict::No),
+    for (target, verdict) in [
+        ("sm_100", "yes"),
+        ("sm_103", "yes"),
+        ("sm_120", "no"),
+        ("sm_121", "no"),
+        ("sm_90", "no"),
     ] {
-        let answer = layers(site, id, Arch::new(major, minor));
-        assert_eq!(layer(&answer, Layer::L2).verdict, Verdict::Yes);
-        let l4 = layer(&answer, Layer::L4);
-        assert_eq!(l4.verdict, verdict, "sm_{major}{minor}: {l4:?}");
-        if (major, minor) == (12, 0) {
+        let answer = layers(site, id, target);
+        assert_eq!(layer(&answer, "L2").verdict, "yes");
+        let l4 = layer(&answer, "L4");
+        assert_eq!(l4.verdict, verdict, "{target}: {l4:?}");
+        if target == "sm_120" {
             assert!(l4.evidence.iter().any(|e| e.starts_with(check)), "{l4:?}");
         }
     }
@@ -194,9 +196,9 @@ fn flashinfer_050_trtllm_gen_fmha_runner_checks_sm100_or_sm103() {
 fn flashinfer_072_tinygemm_kernel_has_a_body_from_sm90_only() {
     let site = flashinfer_072();
     let id = "flashinfer.jit.tinygemm2:gen_tinygemm2_module";
-    let sm89 = layers(site, id, Arch::new(8, 9));
-    let l3 = layer(&sm89, Layer::L3);
-    assert_eq!(l3.verdict, Verdict::No);
+    let sm89 = layers(site, id, "sm_89");
+    let l3 = layer(&sm89, "L3");
+    assert_eq!(l3.verdict, "no");
     assert_eq!(
         l3.evidence,
         [
@@ -205,9 +207,9 @@ fn flashinfer_072_tinygemm_kernel_has_a_body_from_sm90_only() {
           body at sm_89: it returns without computing and without an error"
         ]
     );
-    for (major, minor) in [(9, 0), (10, 0), (12, 0), (12, 1)] {
-        let answer = layers(site, id, Arch::new(major, minor));
-        assert_eq!(layer(&answer, Layer::L3).verdict, Verdict::Yes);
+    for target in ["sm_90", "sm_100", "sm_120", "sm_121"] {
+        let answer = layers(site, id, target);
+        assert_eq!(layer(&answer, "L3").verdict, "yes", "{target}");
     }
 }
 

@@ -1006,3 +1006,110 @@ fn a_deleted_patched_file_is_restored_by_revert_force() {
     let status = stdout(&verb("status", &root, &[]));
     assert!(!status.contains("INTERRUPTED"), "{status}");
 }
+
+/// A kill -9 while `--verify` runs: `status` says the transaction was never checked (exit
+/// 1) until it is reverted; a check that finishes leaves no such record.
+#[test]
+fn a_kill_during_verify_is_reported_by_status() {
+    let verify = ["--verify", "exit 0"];
+    let (_g, root) = venv_copy("fusion");
+    let original = hash_tree(&root);
+    let out = verb("apply", &root, &verify);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = verb("status", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("NOT VERIFIED"));
+
+    let (_g, root) = venv_copy("fusion");
+    let killed = (1..=60).find(|at| {
+        let (_g, probe) = venv_copy("fusion");
+        let mut args = vec!["apply".to_string(), "sm_120".into()];
+        args.extend(venv_args(&probe));
+        args.extend(verify.iter().map(|s| s.to_string()));
+        let out = gatefix_timed(&args, &[("GATEFIX_FAULT_AT", &at.to_string())]);
+        killed_at(&out).as_deref() == Some("verify started")
+    });
+    let at = killed
+        .expect("a fault point named `verify started`")
+        .to_string();
+    let mut args = vec!["apply".to_string(), "sm_120".into()];
+    args.extend(venv_args(&root));
+    args.extend(verify.iter().map(|s| s.to_string()));
+    let out = gatefix_timed(&args, &[("GATEFIX_FAULT_AT", &at)]);
+    assert_eq!(killed_at(&out).as_deref(), Some("verify started"));
+    let out = verb("status", &root, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("NOT VERIFIED: transaction 1's check `exit 0` started and never finished"),
+        "{text}"
+    );
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(&root), original);
+    let out = verb("status", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("NOT VERIFIED"));
+}
+
+/// Two applies at once on one site, one into the default ledger and one into another: the
+/// site lock lets one write and refuses (or, once it is done, stops) the other, so `status`
+/// always finds the transaction that patched the site and `revert` restores it byte for byte.
+#[test]
+fn two_applies_into_two_ledgers_at_once_never_hide_a_transaction() {
+    for round in 0..20 {
+        let (guard, root) = venv_copy("fusion");
+        let original = hash_tree(&root);
+        let other = guard.path().join("other.git");
+        let spawn = |extra: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_gatefix"));
+            command
+                .arg("apply")
+                .arg("sm_120")
+                .args(venv_args(&root))
+                .args(extra)
+                .env_remove("VIRTUAL_ENV")
+                .env_remove("GATEFIX_LEDGER")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            command.spawn().unwrap()
+        };
+        let first = spawn(&[]);
+        let second = spawn(&["--ledger", other.to_str().unwrap()]);
+        let outs = [
+            first.wait_with_output().unwrap(),
+            second.wait_with_output().unwrap(),
+        ];
+        let context = |i: usize| format!("round {round}, apply {i}: {}", stderr(&outs[i]));
+        // One writes; the other is refused (locked, or another ledger's transaction in
+        // effect), or, when it starts after the first is done, finds nothing to write.
+        let applied = outs.iter().filter(|o| o.status.code() == Some(0)).count();
+        assert!(applied >= 1, "{} / {}", context(0), context(1));
+        for (i, out) in outs.iter().enumerate() {
+            assert!(matches!(out.status.code(), Some(0 | 3)), "{}", context(i));
+        }
+        let status = verb("status", &root, &[]);
+        let text = stdout(&status);
+        assert!(
+            text.contains("transaction 1") && !text.contains("no transaction in effect"),
+            "round {round}: {text}"
+        );
+        let out = verb("revert", &root, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "round {round}: {}",
+            stderr(&out)
+        );
+        assert_eq!(hash_tree(&root), original, "round {round}: revert");
+    }
+}
+
+/// A refused apply leaves no lock file and no empty ledger folder behind.
+#[test]
+fn a_refused_apply_leaves_no_lock_behind() {
+    let (_g, root) = venv_copy("fusion");
+    let out = verb_env("apply", &root, &[("GATEFIX_FAULT_FREE_BYTES", "4096")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!root.join(".gatefix").exists());
+}

@@ -94,7 +94,7 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
     let _lock = if args.dry_run {
         None
     } else {
-        Some(SiteLock::acquire(&ledger_dir, "gatefix apply")?)
+        Some(SiteLock::acquire(&site.root, &ledger_dir, "gatefix apply")?)
     };
     fault::point("lock taken");
     if let Some(ledger) = Ledger::open(&ledger_dir, &site.root)?
@@ -203,9 +203,13 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
             );
         }
         Some(command) => {
+            crate::ledger::checking::begin(&ledger, number, command)?;
             fault::point("verify started");
             match verify::run(command, std::time::Duration::from_secs(args.verify_timeout)) {
-                Ok(()) => println!("verify: `{command}` passed"),
+                Ok(()) => {
+                    crate::ledger::checking::end(&ledger)?;
+                    println!("verify: `{command}` passed")
+                }
                 Err(failure) => {
                     eprintln!("gatefix: verify: `{command}` {}", failure.what);
                     for line in &failure.tail {
@@ -218,6 +222,7 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
                     );
                     let outcome =
                         crate::ledger::revert::revert_verify_failed(&ledger, number, &why)?;
+                    crate::ledger::checking::end(&ledger)?;
                     if let crate::ledger::revert::Outcome::Reverted { txn, restored, .. } = outcome
                     {
                         println!(

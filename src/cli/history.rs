@@ -76,7 +76,7 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
         println!("nothing to revert: no ledger at {}", dir.display());
         return Ok(exit::OK);
     };
-    let _lock = SiteLock::acquire(&ledger.dir, "gatefix revert")?;
+    let _lock = SiteLock::acquire(&ledger.site_root, &ledger.dir, "gatefix revert")?;
     fault::point("lock taken");
     if let Some(recovered) = recover(&ledger, args.force)? {
         let what = if recovered.finished {
@@ -170,6 +170,9 @@ struct Status {
     /// With --fsck: how many objects were checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     objects_checked: Option<usize>,
+    /// A transaction in effect whose `--verify` check started and never finished (gatefix
+    /// was killed while it ran): applied, and checked by nobody.
+    verify_unfinished: Option<crate::ledger::checking::Unfinished>,
 }
 
 #[derive(Serialize)]
@@ -265,7 +268,10 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return Ok(exit::FINDINGS);
     }
     // Something a person must act on: exit 1, as audit does for a finding.
-    if status.interrupted.is_some() || !status.drifted.is_empty() {
+    if status.interrupted.is_some()
+        || !status.drifted.is_empty()
+        || status.verify_unfinished.is_some()
+    {
         return Ok(exit::FINDINGS);
     }
     Ok(exit::OK)
@@ -286,6 +292,7 @@ fn empty_status(root: &std::path::Path, dir: &std::path::Path) -> Status {
         files_checked: 0,
         way_back: Vec::new(),
         objects_checked: None,
+        verify_unfinished: None,
     }
 }
 
@@ -509,7 +516,10 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
                 .map(move |p| format!("{} (transaction {})", p.id, r.txn))
         })
         .collect();
+    let verify_unfinished = crate::ledger::checking::unfinished(ledger)
+        .filter(|u| applied.iter().any(|r| r.txn == u.txn));
     Ok(Status {
+        verify_unfinished,
         site: ledger.site_root.display().to_string(),
         ledger: ledger.dir.display().to_string(),
         interrupted: history.interrupted().cloned(),
@@ -534,6 +544,13 @@ fn human_status(status: &Status) -> String {
             out,
             "INTERRUPTED: transaction {} ({}) did not finish; run `gatefix revert` to restore the site",
             r.txn, r.subject
+        );
+    }
+    if let Some(u) = &status.verify_unfinished {
+        let _ = writeln!(
+            out,
+            "NOT VERIFIED: transaction {}'s check `{}` started and never finished (gatefix was stopped while it ran); run it yourself, and `gatefix revert {}` if it fails",
+            u.txn, u.command, u.txn
         );
     }
     if status.applied.is_empty() {

@@ -10,6 +10,7 @@
 //! So `main` at a begin commit means "interrupted", and the pre- and post-image of every
 //! file are in the ledger whatever instant the process died at. See `txn`.
 
+pub mod checking;
 pub mod fault;
 pub mod fsio;
 pub mod history;

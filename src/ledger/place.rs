@@ -33,6 +33,11 @@ pub fn default_location(site_root: &Path) -> PathBuf {
     base(site_root).join("ledger.git")
 }
 
+/// The site's own lock file, beside the default ledger and the pointer (`lock::SiteLock`).
+pub fn site_lock_path(site_root: &Path) -> PathBuf {
+    base(site_root).join("site.lock")
+}
+
 pub fn pointer_path(site_root: &Path) -> PathBuf {
     base(site_root).join(POINTER)
 }

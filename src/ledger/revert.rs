@@ -113,6 +113,10 @@ fn revert_noting(
         );
     }
     let txn = txn::run(ledger, &meta, &changes)?;
+    // A check that never finished on a transaction now reverted no longer matters.
+    if super::checking::unfinished(ledger).is_some_and(|u| reverted.contains(&u.txn)) {
+        super::checking::end(ledger)?;
+    }
     Ok(Outcome::Reverted {
         txn,
         reverted,

@@ -200,6 +200,7 @@ pub fn render_json(report: &KernelsReport) -> String {
                         target.to_string(),
                         json!({
                             "answer": answer_word(&layered.answer),
+                            "evidence": answer_evidence(&layered.answer),
                             "layers": layered.layers,
                         }),
                     );
@@ -428,6 +429,14 @@ fn answer_word(answer: &Answer) -> &'static str {
         Answer::Covered { .. } => "covered",
         Answer::NotCovered { .. } => "not covered",
         Answer::Unknown { .. } => "unknown",
+    }
+}
+
+/// What the combined answer rests on: the evidence lines, or why it is unknown.
+fn answer_evidence(answer: &Answer) -> Vec<String> {
+    match answer {
+        Answer::Covered { evidence, .. } | Answer::NotCovered { evidence } => evidence.clone(),
+        Answer::Unknown { why } => vec![why.clone()],
     }
 }
 
