@@ -115,6 +115,51 @@ fn jit_sources_are_listed_with_their_arch_lists() {
     );
 }
 
+/// `--generator` reads the layers of a generator that has no arch list (listed after the
+/// others, marked `asked`), and says so of one the site does not have.
+#[test]
+fn a_generator_without_an_arch_list_is_read_when_asked_for() {
+    let sm120 = "flashinfer.jit.gemm:gen_gemm_sm120_module";
+    let doc = kernels_json(&[
+        SITE,
+        "-t",
+        "sm_120",
+        "--generator",
+        sm120,
+        "--generator",
+        "no.such:gen",
+    ]);
+    let generators = doc["generators"].as_array().unwrap();
+    let asked: Vec<&Value> = generators.iter().filter(|g| g["asked"] == true).collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0]["id"], sm120);
+    let layers = &asked[0]["layers"]["sm_120"];
+    assert_eq!(layers["layers"][0]["layer"], "L2");
+    assert_eq!(
+        layers["layers"][0]["evidence"][0],
+        "flashinfer/jit/gemm.py:8 builds with sm120a_nvcc_flags only"
+    );
+    assert_eq!(asked[1]["layers"]["sm_120"]["answer"], "unknown");
+    assert_eq!(
+        asked[1]["layers"]["sm_120"]["evidence"][0],
+        "no JIT generator `no.such:gen` in the site"
+    );
+    // Without --generator, a generator with no arch list is not listed.
+    let plain = kernels_json(&[SITE, "-t", "sm_120"]);
+    let ids: Vec<&Value> = plain["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| &g["id"])
+        .collect();
+    assert!(!ids.iter().any(|id| *id == sm120), "{ids:?}");
+    // It reads layers, so it needs them.
+    Command::new(common::gatefix_bin())
+        .args(["kernels", SITE, "--layers", "list", "--generator", sm120])
+        .assert()
+        .code(2);
+}
+
 #[test]
 fn a_single_file_and_a_file_that_is_not_device_code() {
     let doc = kernels_json(&[

@@ -36,6 +36,10 @@ pub struct KernelsArgs {
     /// CUDA version of the toolkit JIT builds use (default: the site's nvcc distribution).
     #[arg(long, value_name = "X.Y")]
     pub cuda: Option<String>,
+    /// Also read every layer of this JIT generator (`module:function`, repeatable), one
+    /// without an arch list too (those are not listed otherwise).
+    #[arg(long, value_name = "MODULE:FUNCTION")]
+    pub generator: Vec<String>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +64,13 @@ pub fn run(args: KernelsArgs) -> Result<i32> {
                 .with_layer_rules(rules.kernel_layers.clone(), args.cuda.clone());
             let report = KernelsReport::new(Some(&site), &root, &index, &args.targets);
             let report = match args.layers {
-                Layers::All => report.with_layers(),
-                Layers::List => report,
+                Layers::All => report.with_layers(&args.generator),
+                Layers::List if args.generator.is_empty() => report,
+                Layers::List => {
+                    return Err(Error::input(
+                        "--generator reads a generator's layers; it needs --layers all (the default)",
+                    ));
+                }
             };
             return print(&report, args.format);
         }

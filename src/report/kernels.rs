@@ -23,6 +23,9 @@ pub struct KernelsReport<'a> {
     /// Per generator id (in first-listed order), the layered answer at each target; empty
     /// when only the arch lists are asked for (`--layers list`).
     generator_layers: Vec<(String, Vec<(Arch, LayeredAnswer)>)>,
+    /// Generators asked for by id (`--generator`) that have no arch list, so are not among
+    /// the index's generators: reported after them.
+    asked: Vec<String>,
 }
 
 /// How plain-data containers are loaded, for readers comparing with cuobjdump.
@@ -49,11 +52,13 @@ impl<'a> KernelsReport<'a> {
             targets,
             files,
             generator_layers: Vec::new(),
+            asked: Vec::new(),
         }
     }
 
-    /// Adds every layer of each JIT generator at each target (reads their sources).
-    pub fn with_layers(mut self) -> Self {
+    /// Adds every layer of each JIT generator at each target (reads their sources), and of
+    /// the generators named in `asked` (`module:function`) that have no arch list.
+    pub fn with_layers(mut self, asked: &[String]) -> Self {
         let Some(site) = self.site else {
             return self;
         };
@@ -61,6 +66,12 @@ impl<'a> KernelsReport<'a> {
         for g in &self.index.jit.generators {
             if !ids.contains(&g.id) {
                 ids.push(g.id.clone());
+            }
+        }
+        for id in asked {
+            if !ids.contains(id) {
+                ids.push(id.clone());
+                self.asked.push(id.clone());
             }
         }
         let index = self.index;
@@ -175,7 +186,7 @@ pub fn render_json(report: &KernelsReport) -> String {
             })
         })
         .collect();
-    let generators: Vec<Value> = report
+    let mut generators: Vec<Value> = report
         .index
         .jit
         .generators
@@ -196,20 +207,20 @@ pub fn render_json(report: &KernelsReport) -> String {
             if let Some(per_target) = report.layers_of(&g.id) {
                 let mut layers = Map::new();
                 for (target, layered) in per_target {
-                    layers.insert(
-                        target.to_string(),
-                        json!({
-                            "answer": answer_word(&layered.answer),
-                            "evidence": answer_evidence(&layered.answer),
-                            "layers": layered.layers,
-                        }),
-                    );
+                    layers.insert(target.to_string(), layered_json(layered));
                 }
                 value["layers"] = Value::Object(layers);
             }
             value
         })
         .collect();
+    for id in &report.asked {
+        let mut layers = Map::new();
+        for (target, layered) in report.layers_of(id).into_iter().flatten() {
+            layers.insert(target.to_string(), layered_json(layered));
+        }
+        generators.push(json!({ "id": id, "majors": null, "asked": true, "layers": layers }));
+    }
     let labels: BTreeSet<String> = report.files.iter().map(|f| report.dist_label(f)).collect();
     let distributions: Vec<Value> = labels
         .iter()
@@ -357,38 +368,18 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
                 continue;
             }
             shown.push(&g.id);
-            for (target, layered) in report.layers_of(&g.id).into_iter().flatten() {
-                let word = answer_word(&layered.answer);
-                let colored = match &layered.answer {
-                    Answer::Covered { .. } => paint("32", word),
-                    Answer::NotCovered { .. } => paint("31", word),
-                    Answer::Unknown { .. } => paint("33", word),
-                };
-                let summary: Vec<String> = layered
-                    .layers
-                    .iter()
-                    .map(|l| format!("{:?} {}", l.layer, l.verdict.word()))
-                    .collect();
-                let _ = writeln!(out, "      {target}: {colored} ({})", summary.join(", "));
-                for layer in layered.layers.iter().filter(|l| {
-                    !matches!(l.verdict, Verdict::Yes | Verdict::NotApplicable)
-                        || l.layer != crate::kernel::layers::Layer::L2 && !l.evidence.is_empty()
-                }) {
-                    if layer.layer == crate::kernel::layers::Layer::L2 {
-                        continue;
-                    }
-                    let _ = writeln!(
-                        out,
-                        "        {} {}: {}",
-                        layer.layer.name(),
-                        layer.verdict.word(),
-                        layer.summary
-                    );
-                    for line in &layer.evidence {
-                        let _ = writeln!(out, "          {line}");
-                    }
-                }
-            }
+            write_layers(&mut out, report, &g.id, false, &paint);
+        }
+    }
+    if !report.asked.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            paint("1", "JIT generators asked for (no arch list)")
+        );
+        for id in &report.asked {
+            let _ = writeln!(out, "  {id}");
+            write_layers(&mut out, report, id, true, &paint);
         }
     }
     if !jit.fixed_arch.is_empty() {
@@ -430,6 +421,58 @@ fn answer_word(answer: &Answer) -> &'static str {
         Answer::NotCovered { .. } => "not covered",
         Answer::Unknown { .. } => "unknown",
     }
+}
+
+/// Each target's answer for one generator, and the layers that are not a plain yes (the
+/// arch list, L2, only with `with_list`: a listed generator's line already shows it).
+fn write_layers(
+    out: &mut String,
+    report: &KernelsReport,
+    id: &str,
+    with_list: bool,
+    paint: &dyn Fn(&str, &str) -> String,
+) {
+    for (target, layered) in report.layers_of(id).into_iter().flatten() {
+        let word = answer_word(&layered.answer);
+        let colored = match &layered.answer {
+            Answer::Covered { .. } => paint("32", word),
+            Answer::NotCovered { .. } => paint("31", word),
+            Answer::Unknown { .. } => paint("33", word),
+        };
+        let summary: Vec<String> = layered
+            .layers
+            .iter()
+            .map(|l| format!("{:?} {}", l.layer, l.verdict.word()))
+            .collect();
+        let _ = writeln!(out, "      {target}: {colored} ({})", summary.join(", "));
+        for layer in layered.layers.iter().filter(|l| {
+            !matches!(l.verdict, Verdict::Yes | Verdict::NotApplicable)
+                || l.layer != crate::kernel::layers::Layer::L2 && !l.evidence.is_empty()
+        }) {
+            if layer.layer == crate::kernel::layers::Layer::L2 && !with_list {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "        {} {}: {}",
+                layer.layer.name(),
+                layer.verdict.word(),
+                layer.summary
+            );
+            for line in &layer.evidence {
+                let _ = writeln!(out, "          {line}");
+            }
+        }
+    }
+}
+
+/// A generator's answer at one target, with its evidence and the layers it combines.
+fn layered_json(layered: &LayeredAnswer) -> Value {
+    json!({
+        "answer": answer_word(&layered.answer),
+        "evidence": answer_evidence(&layered.answer),
+        "layers": layered.layers,
+    })
 }
 
 /// What the combined answer rests on: the evidence lines, or why it is unknown.
