@@ -126,15 +126,27 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            if path.extension().is_none_or(|x| x != "py") {
-                continue;
-            }
             let skip = |message: String| Warning {
                 file: relative(self.root, &path),
                 line: None,
                 column: None,
                 message,
             };
+            if path.extension().is_none_or(|x| x != "py") {
+                // A folder symlink: Python imports through it. One that stays in the site is
+                // walked where it points; one that leads out is not followed, and said so.
+                if file_type.is_symlink()
+                    && std::fs::metadata(&path).is_ok_and(|m| m.is_dir())
+                    && let Ok(target) = path.canonicalize()
+                    && !target.starts_with(self.canonical_root)
+                {
+                    warnings.push(skip(format!(
+                        "folder symlink points outside the site (to {}); not followed: gates in it are not reported",
+                        target.display()
+                    )));
+                }
+                continue;
+            }
             if file_type.is_symlink() {
                 match path.canonicalize() {
                     Ok(target) if target.starts_with(self.canonical_root) && target.is_file() => {}
@@ -274,6 +286,8 @@ enum FileOutcome {
     Skipped(Warning),
     /// Nothing to parse (no token, or tokens only in comments).
     Nothing,
+    /// Nothing to parse, and something to say about the file (bytes that are not UTF-8).
+    Noted(Warning),
 }
 
 /// What `gatefix kernels` needs besides gates: fixed-arch flag constants and cubin tables.
@@ -406,6 +420,11 @@ pub fn scan_overlay_with(
                 };
                 // Edited text (apply's re-resolution) and file bytes go the same way.
                 let lower_bytes = |bytes: &[u8]| -> FileOutcome {
+                    if let Some(why) = not_source_text(bytes) {
+                        return skipped(format!(
+                            "skipped: {why}; Python cannot import it, and gates in it are not reported"
+                        ));
+                    }
                     let Some((module, is_package)) = module_name(file) else {
                         let no_token = lowering.token_starts(bytes, &parameter_names, &[]).is_empty();
                         return if options.prefilter && no_token {
@@ -423,6 +442,16 @@ pub fn scan_overlay_with(
                         &[],
                     ) {
                         Lowered::Ir(ir) => ir,
+                        // Not parsed, but not silently passed over: text that is not
+                        // UTF-8 is said as for a parsed file (`file_warnings`).
+                        Lowered::Nothing if std::str::from_utf8(bytes).is_err() => {
+                            return FileOutcome::Noted(Warning {
+                                file: name.clone(),
+                                line: None,
+                                column: None,
+                                message: NOT_UTF8.into(),
+                            });
+                        }
                         Lowered::Nothing => return FileOutcome::Nothing,
                         Lowered::ParserGaveUp => {
                             return skipped(
@@ -500,6 +529,7 @@ pub fn scan_overlay_with(
                 warnings.push(warning);
             }
             FileOutcome::Nothing => {}
+            FileOutcome::Noted(warning) => warnings.push(warning),
         }
     }
 
@@ -691,12 +721,59 @@ pub fn scan_overlay_with(
         modules.push((file, module));
     }
     modules.sort_by(|a, b| a.0.cmp(&b.0));
+    // Asked last: the RECORD files are read on a thread of their own meanwhile.
+    warnings.extend(
+        site.record_warnings()
+            .into_iter()
+            .map(|(file, message)| Warning {
+                file,
+                line: None,
+                column: None,
+                message,
+            }),
+    );
     warnings.sort();
     ScanResult {
         gates,
         modules,
         warnings,
         stats,
+    }
+}
+
+/// Names searched for with a DFA by `lower_importers` (real sites export a few thousand).
+const MAX_DFA_NAMES: usize = 10_000;
+
+/// Whether a text holds one of a set of names as a whole word. A DFA over the names
+/// searches fastest, but its build grows with the names (minutes for the 100,000 of a
+/// generated file): past `MAX_DFA_NAMES`, each identifier of the text is looked up in a set.
+enum NameFinder<'w> {
+    Automaton(aho_corasick::AhoCorasick),
+    Set(std::collections::HashSet<&'w [u8]>),
+}
+
+impl<'w> NameFinder<'w> {
+    fn new(words: &BTreeSet<&'w str>) -> NameFinder<'w> {
+        if words.len() <= MAX_DFA_NAMES
+            && let Ok(automaton) = aho_corasick::AhoCorasick::builder()
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(words)
+        {
+            return NameFinder::Automaton(automaton);
+        }
+        NameFinder::Set(words.iter().map(|w| w.as_bytes()).collect())
+    }
+
+    fn occurs_in(&self, bytes: &[u8]) -> bool {
+        match self {
+            NameFinder::Automaton(automaton) => automaton.find_iter(bytes).any(|m| {
+                let before = m.start() > 0 && is_identifier_byte(bytes[m.start() - 1]);
+                !before && !bytes.get(m.end()).is_some_and(|&b| is_identifier_byte(b))
+            }),
+            NameFinder::Set(names) => bytes
+                .split(|&b| !is_identifier_byte(b))
+                .any(|word| !word.is_empty() && names.contains(word)),
+        }
     }
 }
 
@@ -737,12 +814,7 @@ fn lower_importers(
         if words.is_empty() {
             break;
         }
-        let Ok(finder) = aho_corasick::AhoCorasick::builder()
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(&words)
-        else {
-            break;
-        };
+        let finder = NameFinder::new(&words);
         let searched = std::time::Instant::now();
         // (file, module, is_package, every name it imports from the device)
         let found: Vec<(&PathBuf, String, bool, Vec<String>)> = files
@@ -750,11 +822,7 @@ fn lower_importers(
             .filter_map(|file| {
                 let (module, is_package) = module_name(file)?;
                 let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
-                let hits = finder.find_iter(&bytes[..]).any(|m| {
-                    let before = m.start() > 0 && is_identifier_byte(bytes[m.start() - 1]);
-                    !before && !bytes.get(m.end()).is_some_and(|&b| is_identifier_byte(b))
-                });
-                if !hits {
+                if !finder.occurs_in(&bytes) {
                     return None;
                 }
                 let names = exports::imported_device_names(&bytes, &module, is_package, &known);
@@ -1147,6 +1215,17 @@ impl Lowering for FedLowering<'_> {
     }
 }
 
+/// The warning for a file whose bytes are not UTF-8 (a Latin-1 comment, a stray binary).
+const NOT_UTF8: &str = "not valid UTF-8; undecodable bytes are replaced in gate text";
+
+/// Why a `.py` file's bytes are not source Python can read at all, if they are not: a NUL
+/// byte (CPython refuses the file: "source code cannot contain null bytes").
+fn not_source_text(bytes: &[u8]) -> Option<&'static str> {
+    memchr::memchr(0, bytes)
+        .is_some()
+        .then_some("not source text (it holds NUL bytes)")
+}
+
 /// Runs `f` with this thread's file buffer. A fresh allocation per file (290 MB of sources on a
 /// big site) keeps handing the kernel new pages to fault in and zero; one buffer per thread,
 /// reused, stays mapped (system time -10% on the bench site). Taken out of its slot while in
@@ -1259,7 +1338,7 @@ fn file_warnings(
             file: name.clone(),
             line: None,
             column: None,
-            message: "not valid UTF-8; undecodable bytes are replaced in gate text".into(),
+            message: NOT_UTF8.into(),
         });
     }
     // Errors where tree-sitter-python rejects valid Python: said to be the grammar's.
@@ -1430,6 +1509,37 @@ mod tests {
             .collect();
         assert_eq!(ours, walkdir_order);
         assert_eq!(ours.len(), names.len());
+    }
+}
+
+#[cfg(test)]
+mod name_finder_tests {
+    use super::*;
+
+    /// The set finder (many names) answers as the automaton (few) does: whole words only.
+    #[test]
+    fn both_finders_match_whole_names_only() {
+        let words: BTreeSet<&str> = ["fast", "sm100_ok"].into_iter().collect();
+        let automaton = NameFinder::new(&words);
+        let set = NameFinder::Set(words.iter().map(|w| w.as_bytes()).collect());
+        assert!(matches!(automaton, NameFinder::Automaton(_)));
+        for (text, found) in [
+            ("from m import fast\n", true),
+            ("x = sm100_ok and y", true),
+            ("x = faster + breakfast + fast_path + _fast", false),
+            ("x = 1fast", false),
+            ("fast", true),
+            ("", false),
+        ] {
+            assert_eq!(automaton.occurs_in(text.as_bytes()), found, "{text}");
+            assert_eq!(set.occurs_in(text.as_bytes()), found, "{text}");
+        }
+        let many: Vec<String> = (0..=MAX_DFA_NAMES).map(|i| format!("name{i}")).collect();
+        let many: BTreeSet<&str> = many.iter().map(String::as_str).collect();
+        let finder = NameFinder::new(&many);
+        assert!(matches!(finder, NameFinder::Set(_)));
+        assert!(finder.occurs_in(b"import name77"));
+        assert!(!finder.occurs_in(b"import name77x"));
     }
 }
 

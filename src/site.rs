@@ -34,6 +34,8 @@ struct Owners {
     by_path: HashMap<String, usize>,
     /// Top-level folder or module → distribution, for files RECORD does not list.
     top_level: HashMap<String, usize>,
+    /// RECORD files that are there but cannot be used: (`<dist-info>/RECORD`, why).
+    unusable: Vec<(String, String)>,
 }
 
 /// RECORD files list every file of a distribution (tens of thousands of lines for torch):
@@ -75,7 +77,22 @@ impl LazyOwners {
 fn read_records(records: &[(usize, PathBuf)]) -> Owners {
     let mut owners = Owners::default();
     for (index, dir) in records {
-        let record = std::fs::read(dir.join("RECORD")).unwrap_or_default();
+        let path = dir.join("RECORD");
+        let record = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            // No RECORD at all: nothing claims to list the files (an old or foreign installer).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                owners
+                    .unusable
+                    .push((record_name(dir), format!("cannot be read: {e}")));
+                continue;
+            }
+        };
+        if let Some(why) = not_text(&record) {
+            owners.unusable.push((record_name(dir), why));
+            continue;
+        }
         for line in String::from_utf8_lossy(&record).lines() {
             let Some(path) = record_path(line) else {
                 continue;
@@ -93,7 +110,45 @@ fn read_records(records: &[(usize, PathBuf)]) -> Owners {
     owners
 }
 
+/// `<name>.dist-info/RECORD`, as warnings name it.
+fn record_name(dist_info: &Path) -> String {
+    let folder = dist_info
+        .file_name()
+        .map(|n| path_text(Path::new(n)))
+        .unwrap_or_default();
+    format!("{folder}/RECORD")
+}
+
+/// Why a RECORD's bytes are not the CSV text pip writes, if they are not.
+fn not_text(bytes: &[u8]) -> Option<String> {
+    if bytes.contains(&0) {
+        return Some("is not text (it holds NUL bytes)".into());
+    }
+    std::str::from_utf8(bytes)
+        .err()
+        .map(|e| format!("is not UTF-8 text (byte {})", e.valid_up_to()))
+}
+
 impl Site {
+    /// RECORD files that are there but unusable (not text, unreadable), each with a warning
+    /// that says what is lost: the distribution's files are attributed to no distribution,
+    /// and `status` cannot compare them with what pip installed.
+    pub fn record_warnings(&self) -> Vec<(String, String)> {
+        self.owners
+            .get()
+            .unusable
+            .iter()
+            .map(|(file, why)| {
+                (
+                    file.clone(),
+                    format!(
+                        "skipped: this RECORD {why}; the distribution's files are attributed to no distribution and `gatefix status` cannot compare them with what pip installed"
+                    ),
+                )
+            })
+            .collect()
+    }
+
     /// Reads the distributions of a site root.
     pub fn open(root: &Path) -> Result<Site> {
         let entries = std::fs::read_dir(root).map_err(|source| Error::Io {
@@ -175,6 +230,9 @@ pub struct Installed {
     /// `sha256=<urlsafe base64, no padding>` as RECORD writes it; `None` where RECORD lists
     /// the file without a hash (RECORD itself, files written after install).
     pub hash: Option<String>,
+    /// RECORD lists the file more than once with different hashes (or two RECORDs list
+    /// it): no single record of what pip installed.
+    pub conflicting: bool,
 }
 
 impl Site {
@@ -192,7 +250,18 @@ impl Site {
                     continue; // ../../bin/... lies outside the site
                 }
                 let hash = record_hash(line).filter(|h| h.starts_with("sha256="));
-                out.insert(path, Installed { dist: *index, hash });
+                let conflicting = out
+                    .get(&path)
+                    .is_some_and(|old: &Installed| old.dist != *index || old.hash != hash);
+                let conflicting = conflicting || out.get(&path).is_some_and(|old| old.conflicting);
+                out.insert(
+                    path,
+                    Installed {
+                        dist: *index,
+                        hash,
+                        conflicting,
+                    },
+                );
             }
         }
         out

@@ -300,7 +300,7 @@ fn has_unexplained(status: &Status) -> bool {
     status
         .site_files
         .iter()
-        .any(|s| s.state == State::NotByGatefix)
+        .any(|s| matches!(s.state, State::NotByGatefix | State::RecordConflict))
 }
 
 fn fill_site_files(status: &mut Status, states: Vec<FileState>) {
@@ -349,10 +349,19 @@ fn unexplained_report(
         .iter()
         .filter(|s| s.state == State::NotByGatefix)
         .collect();
-    if foreign.is_empty() {
-        return None;
+    // With a ledger, `human_status` lists these beside the transactions.
+    let mut conflicts = String::new();
+    if !has_ledger {
+        for s in states.iter().filter(|s| s.state == State::RecordConflict) {
+            if let Some(line) = witness::describe(s) {
+                let _ = writeln!(conflicts, "{line}");
+            }
+        }
     }
-    let mut out = String::new();
+    if foreign.is_empty() {
+        return (!conflicts.is_empty()).then_some(conflicts);
+    }
+    let mut out = conflicts;
     if !has_ledger {
         let _ = writeln!(
             out,

@@ -19,6 +19,10 @@ pub const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
 const MAX_EXPR_DEPTH: usize = 48;
+/// Tree levels below an arch-dependent expression searched for sites (see
+/// `scan_archy_expression`): CPython refuses 200 nested brackets and stops compiling
+/// long before 1,000 nested expressions.
+const MAX_SCAN_DEPTH: usize = 1_000;
 /// Branch tests longer than this guard nothing (a platform test is short).
 const MAX_GUARD_BYTES: usize = 300;
 /// A function without a token up to this size keeps its body: a caller may hand it a device
@@ -1112,11 +1116,9 @@ impl<'a> Lowerer<'a> {
             self.add_archy_name(name.clone());
         }
         let lowered_decorators = decorators.iter().map(|d| self.expr(*d, 0)).collect();
-        let complete = self.ranges.is_none_or(|ranges| {
-            ranges
-                .iter()
-                .any(|&(s, e)| s <= node.start_byte() && node.end_byte() <= e)
-        });
+        let complete = self
+            .ranges
+            .is_none_or(|ranges| within_one_range(ranges, node.start_byte(), node.end_byte()));
         let (full_bytes, full_archy) = if complete {
             (node.byte_range().len(), Some(archy))
         } else {
@@ -1487,10 +1489,38 @@ impl<'a> Lowerer<'a> {
     /// (that test walks the subtree, and repeating it per level would be quadratic); a site
     /// tests only its own small expression. A big value (a generated table) is only searched,
     /// a SIMD byte search per level, for what can hold a selection or a JIT arch list.
+    ///
+    /// A walk with a stack of its own, in the order of a recursive pre-order walk: an
+    /// expression nested as deep as a file can make it (100,000 levels in 2.5 MB) costs heap,
+    /// not the thread's stack.
+    /// Below `MAX_SCAN_DEPTH` levels nothing is looked for (a warning says where): no code
+    /// CPython compiles nests that deep, and every later step that walks up from a site
+    /// (tree-sitter's `parent` starts from the root) would cost the depth squared.
     fn scan_archy_expression(&mut self, node: Node<'a>) {
+        let mut pending = vec![(node, 0usize)];
+        while let Some((node, depth)) = pending.pop() {
+            if depth > MAX_SCAN_DEPTH {
+                let mut deep = self.too_deep.borrow_mut();
+                if deep.len() < 20 {
+                    let p = node.start_position();
+                    deep.push((p.row as u32 + 1, p.column as u32 + 1));
+                }
+                continue;
+            }
+            let first_child = pending.len();
+            if self.scan_archy_node(node) {
+                let mut cursor = node.walk();
+                pending.extend(node.named_children(&mut cursor).map(|c| (c, depth + 1)));
+                pending[first_child..].reverse();
+            }
+        }
+    }
+
+    /// One node of `scan_archy_expression`: its sites; whether to visit its children.
+    fn scan_archy_node(&mut self, node: Node<'a>) -> bool {
         let big = node.byte_range().len() > MAX_PLAIN_ASSIGN_BYTES;
         if big && !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
-            return;
+            return false;
         }
         if !big {
             self.table_lookup(node);
@@ -1525,7 +1555,7 @@ impl<'a> Lowerer<'a> {
                     self.site(SiteKind::Argument, body);
                 }
             }
-            "lambda" => return,
+            "lambda" => return false,
             "if_clause" => {
                 if let Some(test) = node.named_child(0) {
                     self.site(SiteKind::Test, test);
@@ -1534,10 +1564,7 @@ impl<'a> Lowerer<'a> {
             "named_expression" => self.walrus(node),
             _ => {}
         }
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            self.scan_archy_expression(child);
-        }
+        true
     }
 
     /// A lookup keyed by the device in a table (`SIZES[cap.to_int()]`,
@@ -2237,17 +2264,52 @@ pub fn parse(src: &[u8]) -> Option<Tree> {
     PARSER.with(|parser| parser.borrow_mut().parse(src, None))
 }
 
+/// Whether one of `ranges` holds all of `start..end`. They are sorted and do not overlap
+/// (tree-sitter's included ranges): the only candidate is the last one starting at or
+/// before `start`, found by bisection (a file of 100,000 functions has as many ranges).
+fn within_one_range(ranges: &[(usize, usize)], start: usize, end: usize) -> bool {
+    let after = ranges.partition_point(|&(s, _)| s <= start);
+    after > 0 && end <= ranges[after - 1].1
+}
+
 /// Parses only the given byte ranges (whole top-level statements); positions stay
 /// file-absolute.
 pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
     let mut row = 0;
     let mut scanned = 0;
-    let mut point_at = |offset: usize| {
+    let point_at = |offset: usize| {
         row += memchr::memchr_iter(b'\n', &src[scanned..offset]).count();
         scanned = offset;
         let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
         tree_sitter::Point::new(row, offset - line_start)
     };
+    parse_ranges_at(src, ranges, point_at)
+}
+
+/// `parse_ranges` with the offset of every line's start already known (`0` first): rows by
+/// bisection, where `parse_ranges` counts lines from the file's start. For callers that parse
+/// many pieces of one file (the verdicts, a piece per gate): counting from the start each
+/// time would cost the file's length per piece.
+pub fn parse_ranges_in_lines(
+    src: &[u8],
+    ranges: &[(usize, usize)],
+    line_starts: &[usize],
+) -> Option<Tree> {
+    let point_at = |offset: usize| {
+        let row = line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1);
+        let line_start = line_starts.get(row).copied().unwrap_or(0);
+        tree_sitter::Point::new(row, offset - line_start)
+    };
+    parse_ranges_at(src, ranges, point_at)
+}
+
+fn parse_ranges_at(
+    src: &[u8],
+    ranges: &[(usize, usize)],
+    mut point_at: impl FnMut(usize) -> tree_sitter::Point,
+) -> Option<Tree> {
     // Adjacent ranges are one range to the parser (the same bytes in the same order), and
     // tree-sitter finds the range of a position by a linear scan at every token: fewer
     // ranges, faster lexing.
@@ -2315,6 +2377,18 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_range_must_hold_the_whole_span() {
+        let ranges = [(0, 10), (10, 20), (30, 40)];
+        assert!(within_one_range(&ranges, 0, 10));
+        assert!(within_one_range(&ranges, 12, 20));
+        assert!(within_one_range(&ranges, 30, 35));
+        assert!(!within_one_range(&ranges, 5, 15), "two ranges, not one");
+        assert!(!within_one_range(&ranges, 22, 25), "between ranges");
+        assert!(!within_one_range(&ranges, 35, 45), "past the last");
+        assert!(!within_one_range(&[], 0, 1));
+    }
 
     /// A generator that builds one backend with fixed-arch flags and another generically is
     /// not a fixed-arch build; one whose every spec names the flags is.

@@ -29,6 +29,8 @@ pub enum State {
     NotInRecord,
     /// It cannot be read (missing, or a path gatefix refuses).
     Unreadable,
+    /// RECORD lists it more than once with different hashes: nothing says what pip installed.
+    RecordConflict,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -87,6 +89,9 @@ impl<'s> Witness<'s> {
                     .ok()
                     .and_then(|p| std::fs::read(p).ok());
                 let state = match &bytes {
+                    _ if installed.is_some_and(|i| i.conflicting) && txn.is_none() => {
+                        State::RecordConflict
+                    }
                     None if installed.is_none() && txn.is_none() => State::NotInRecord,
                     None => State::Unreadable,
                     Some(bytes) => {
@@ -156,6 +161,10 @@ pub fn describe(state: &FileState) -> Option<String> {
             state.file
         ),
         State::Unreadable => format!("UNREADABLE: {}", state.file),
+        State::RecordConflict => format!(
+            "RECORD CONFLICT: {}: the RECORD of {dist} lists it more than once with different hashes, so nothing says what pip installed",
+            state.file
+        ),
         State::AsInstalled | State::NoRecordHash | State::NotInRecord => return None,
     })
 }

@@ -12,7 +12,7 @@ use tree_sitter::{Node, Tree};
 
 use crate::gate::chunks::{definition_name, is_big_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
-use crate::gate::lower::parse_ranges;
+use crate::gate::lower::{parse_ranges, parse_ranges_in_lines};
 use crate::scan::Gate;
 use crate::site::site_path;
 
@@ -172,14 +172,27 @@ pub struct Parsed {
     line_starts: OnceLock<Vec<usize>>,
 }
 
+/// The offset of every line's start (`0` first).
+fn line_starts_of(src: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', src).map(|i| i + 1))
+        .collect()
+}
+
 impl Parsed {
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| line_starts_of(&self.src))
+    }
+
+    /// These byte ranges of the module parsed (`lower::parse_ranges`), rows from the
+    /// module's line index: the verdicts parse a piece of a file per gate.
+    pub(crate) fn parse(&self, ranges: &[(usize, usize)]) -> Option<Tree> {
+        parse_ranges_in_lines(&self.src, ranges, self.line_starts())
+    }
+
     /// The byte offset of a 1-based line and character column.
     pub fn byte_of(&self, line: u32, column: u32) -> Option<usize> {
-        let starts = self.line_starts.get_or_init(|| {
-            std::iter::once(0)
-                .chain(memchr::memchr_iter(b'\n', &self.src).map(|i| i + 1))
-                .collect()
-        });
+        let starts = self.line_starts();
         let start = *starts.get((line as usize).checked_sub(1)?)?;
         let line_end =
             memchr::memchr(b'\n', &self.src[start..]).map_or(self.src.len(), |i| start + i);
@@ -494,11 +507,7 @@ impl FileCache {
 
     /// The byte offset of a 1-based line and character column.
     fn byte_of(&mut self, src: &[u8], line: u32, column: u32) -> Option<usize> {
-        let starts = self.line_starts.get_or_insert_with(|| {
-            std::iter::once(0)
-                .chain(memchr::memchr_iter(b'\n', src).map(|i| i + 1))
-                .collect()
-        });
+        let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
         let start = *starts.get((line as usize).checked_sub(1)?)?;
         let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
         let line_text = String::from_utf8_lossy(&src[start..line_end]);
@@ -512,9 +521,10 @@ impl FileCache {
 
     /// The syntax tree of these ranges of the file, parsed the first time they are asked for.
     pub(super) fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
+        let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
         self.trees
             .entry(ranges)
-            .or_insert_with_key(|ranges| parse_ranges(src, ranges))
+            .or_insert_with_key(|ranges| parse_ranges_in_lines(src, ranges, starts))
             .as_ref()
     }
 }
@@ -782,7 +792,13 @@ pub(crate) fn enclosing_ranges_with(
     whole_blocks: bool,
 ) -> Enclosing {
     let holds = |&(s, e): &(usize, usize)| s <= byte && byte < e;
-    let Some(index) = statements.iter().position(holds) else {
+    // The top-level statements are in file order and do not overlap: bisect (a file of
+    // 100,000 gated functions asks this once per gate).
+    let index = statements
+        .partition_point(|&(s, _)| s <= byte)
+        .checked_sub(1)
+        .filter(|&i| holds(&statements[i]));
+    let Some(index) = index else {
         return Enclosing {
             around: vec![(0, src.len())],
             after: Vec::new(),
@@ -830,7 +846,7 @@ pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
     if end - start > MAX_BODY_BYTES {
         return None;
     }
-    let tree = parse_ranges(&parsed.src, &[(start, end)])?;
+    let tree = parsed.parse(&[(start, end)])?;
     let root = tree.root_node();
     let mut cursor = root.walk();
     let definition = root
@@ -1059,7 +1075,7 @@ fn stored_flag(assignment: Node, src: &[u8]) -> Option<FlagKey> {
 /// `byte`, at any depth (a method, a nested function).
 pub fn body_facts_at(parsed: &Parsed, byte: usize) -> Option<Facts> {
     let around = enclosing_ranges(&parsed.src, &parsed.statements, byte).around;
-    let tree = parse_ranges(&parsed.src, &around)?;
+    let tree = parsed.parse(&around)?;
     let mut node = tree.root_node().descendant_for_byte_range(byte, byte + 1)?;
     loop {
         if node.kind() == "function_definition" {

@@ -20,7 +20,6 @@ use super::code::{
     field_is, plain_word, raise_guarded, starts_with_raise, text,
 };
 use super::site_text::{Hit, SiteText, is_word_byte};
-use crate::gate::lower::parse_ranges;
 use crate::scan::Gate;
 
 /// Reads of one flag followed before giving up on it.
@@ -211,7 +210,7 @@ impl Reader<'_> {
     fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
         let src = &place.parsed.src;
         let ranges = enclosing_ranges_with(src, &place.parsed.statements, start, true);
-        let Some(tree) = parse_ranges(src, &[ranges.around, ranges.after].concat()) else {
+        let Some(tree) = place.parsed.parse(&[ranges.around, ranges.after].concat()) else {
             return;
         };
         let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {

@@ -12,7 +12,6 @@ use tree_sitter::Node;
 use super::code::{Facts, enclosing_ranges, facts, field_is, plain_word, text};
 use super::link::{GateLink, LinkOutcome, Linker};
 use super::site_text::Hit;
-use crate::gate::lower::parse_ranges;
 use crate::gate::predicate::Form;
 use crate::rules::CheckerRegistry;
 
@@ -110,7 +109,7 @@ fn registration(
     let parsed = linker.code.module(&module)?;
     let src = &parsed.src;
     let around = enclosing_ranges(src, &parsed.statements, hit.start).around;
-    let tree = parse_ranges(src, &around)?;
+    let tree = parsed.parse(&around)?;
     let node = tree
         .root_node()
         .descendant_for_byte_range(hit.start, hit.end)?;
