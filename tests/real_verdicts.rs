@@ -242,3 +242,34 @@ fn decided_share_and_stop_reasons_at_sm120() {
     // triton's docstrings were fixed.
     assert!(check_samples("vllm", &vllm) <= 14);
 }
+
+/// flashinfer 0.7.2's Rubin switch (`get_compute_capability(device) == (10, 7)` choosing
+/// the trtllm-gen GEMM module) is no opportunity at sm_120: that module's JIT spec has no arch
+/// list and its runner compiles no kernel gatefix can read (the GEMM kernels are prebuilt
+/// cubins fetched by name at run time), so nothing on the site says one exists for sm_120.
+/// It was an opportunity with an unsafe fix offered while a spec without a list counted as
+/// a kernel present.
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn flashinfer_072_rubin_switch_is_not_an_opportunity_over_fetched_cubins() {
+    let doc = audit_wheels(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let rubin = gate(
+        &doc,
+        "flashinfer/gemm/gemm_base.py",
+        "get_trtllm_gemm_module",
+        "get_compute_capability(device) == (10, 7)",
+    );
+    for target in ["sm_120", "sm_90", "sm_100"] {
+        assert_eq!(
+            rubin["verdict"][target], "unverified",
+            "{target}: {rubin:#?}"
+        );
+    }
+    let chain = evidence(rubin);
+    assert!(
+        chain.iter().any(|e| e.contains(
+            "needs JIT generator flashinfer.jit.gemm.core:gen_trtllm_gen_gemm_module: unknown"
+        )),
+        "{chain:#?}"
+    );
+}

@@ -1229,3 +1229,58 @@ fn a_100000_deep_expression_is_a_warning_not_a_crash() {
         "the gate before the deep part: {doc}"
     );
 }
+
+/// After pip installs another release over a patched file, `revert` needs no `--force`
+/// for a file at pip's bytes (it writes nothing there), and `--force` refuses to write the
+/// old release's pre-image over a new-release file that was edited since.
+#[test]
+fn revert_after_another_release_never_writes_old_bytes_into_it() {
+    let (_g, root) = venv_copy("fusion");
+    with_record_hashes(&root);
+    assert_eq!(verb("apply", &root, &[]).status.code(), Some(0));
+    // "pip install sglang==0.5.6": a new METADATA version, new bytes, RECORD to match.
+    let site = site(&root);
+    let metadata = site.join("sglang-0.5.5.dist-info/METADATA");
+    let text = std::fs::read_to_string(&metadata).unwrap();
+    std::fs::write(&metadata, text.replace("Version: 0.5.5", "Version: 0.5.6")).unwrap();
+    let communicator = site.join(COMMUNICATOR);
+    let mut release = std::fs::read(&communicator).unwrap();
+    release.extend_from_slice(b"\n# sglang 0.5.6\n");
+    std::fs::write(&communicator, &release).unwrap();
+    with_record_hashes(&root);
+    let reinstalled = hash_tree(&root);
+
+    // Edited by hand after the upgrade: --force would write 0.5.5 bytes. Refused.
+    let mut edited = release.clone();
+    edited.extend_from_slice(b"# a hand edit\n");
+    std::fs::write(&communicator, &edited).unwrap();
+    let before = hash_tree(&root);
+    let out = verb("revert", &root, &["--force"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{COMMUNICATOR} (sglang 0.5.6 now, 0.5.5 when patched)"
+        )),
+        "{err}"
+    );
+    assert_eq!(hash_tree(&root), before, "nothing written");
+
+    // At pip's bytes of the new release: revert writes nothing to it, and needs no --force.
+    std::fs::write(&communicator, &release).unwrap();
+    let out = verb("revert", &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains(COMMUNICATOR), "{}", stdout(&out));
+    assert_eq!(std::fs::read(&communicator).unwrap(), release);
+    let after = hash_tree(&root);
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|(file, hash)| reinstalled.get(*file) != Some(hash))
+        .map(|(file, _)| file)
+        .collect();
+    // Only the other patched file of the transaction went back to its pre-image.
+    assert!(
+        changed.iter().all(|f| f.ends_with("server_args.py")),
+        "{changed:?}"
+    );
+}

@@ -829,7 +829,7 @@ pub fn device_layer(
             Layer::L3,
             Verdict::NotApplicable,
             format!(
-                "no __global__ kernel with a body in the {read} files read (kernels from                  headers outside them, such as CUTLASS, are not evaluated)"
+                "no __global__ kernel with a body in the {read} files read (kernels from headers outside them, such as CUTLASS, are not evaluated)"
             ),
         );
         answer.evidence = source_notes(&sources.set);
@@ -913,7 +913,7 @@ fn not_found(layer: Layer, set: &SourceSet) -> LayerAnswer {
     LayerAnswer::new(layer, Verdict::Unknown, summary)
 }
 
-fn source_notes(set: &SourceSet) -> Vec<String> {
+pub(crate) fn source_notes(set: &SourceSet) -> Vec<String> {
     let mut out = Vec::new();
     if !set.unresolved.is_empty() {
         out.push(format!(

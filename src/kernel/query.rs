@@ -348,6 +348,25 @@ impl KernelIndex {
         let (variant, l6) = toolchain_layer(target, &toolchain, rules);
         let l3 = device_layer(&sources, target, variant, &toolchain);
         let l4 = host_layer(&sources, target, &toolchain, rules);
+        // Without an arch list, only a kernel read in the sources says that one is built for
+        // the target: a runner whose kernels come from elsewhere (trtllm-gen's cubins,
+        // fetched by name at run time, with the headers that list them) shows none.
+        let no_list = l2.verdict == Verdict::Yes && matches!(listed, Answer::Unknown { .. });
+        let l2 = if no_list && l3.verdict == Verdict::NotApplicable {
+            let mut evidence = l2.evidence;
+            evidence.extend(super::layers::source_notes(&sources.set));
+            LayerAnswer {
+                layer: Layer::L2,
+                verdict: Verdict::Unknown,
+                summary: format!(
+                    "no arch list, and no kernel in the {} source file(s) read: nothing on the site says a kernel for {target} is built (prebuilt cubins fetched at run time?)",
+                    sources.set.files.len()
+                ),
+                evidence,
+            }
+        } else {
+            l2
+        };
         let l5 = LayerAnswer::new(
             Layer::L5,
             Verdict::NotApplicable,

@@ -71,6 +71,14 @@ fn revert_noting(
     let mut changes = Vec::new();
     let mut drift = Vec::new();
     let mut already_original = Vec::new();
+    // What pip installed, by RECORD: a file pip reinstalled (of this release or another)
+    // needs nothing from the ledger, and an old release's pre-image must not land in it.
+    let site = crate::site::Site::open(&ledger.site_root).ok();
+    let installed = site
+        .as_ref()
+        .map(crate::site::Site::installed_files)
+        .unwrap_or_default();
+    let mut other_release = Vec::new();
     for ((file, want), path) in targets.iter().zip(&paths) {
         let current = std::fs::read(path).map_err(|source| Error::Io {
             path: path.clone(),
@@ -79,6 +87,24 @@ fn revert_noting(
         if &current == want {
             already_original.push(file.clone());
             continue;
+        }
+        let record = installed.get(file).filter(|i| !i.conflicting);
+        if record
+            .and_then(|i| i.hash.as_deref())
+            .is_some_and(|hash| crate::site::record_digest(&current) == hash)
+        {
+            already_original.push(file.clone());
+            continue;
+        }
+        if let (Some(site), Some(record)) = (&site, record)
+            && let Some(now) = site.distributions.get(record.dist)
+            && let Some(then) = patched_release(&selected, file, &now.name)
+            && then != now.version
+        {
+            other_release.push(format!(
+                "{file} ({} {} now, {then} when patched)",
+                now.name, now.version
+            ));
         }
         let last = ledger.blob(&head, file).map_err(|e| {
             ledger.damaged(history.last_writer(file), "last written bytes", file, &e)
@@ -94,6 +120,18 @@ fn revert_noting(
     }
     let reverted: Vec<u32> = selected.iter().map(|r| r.txn).collect();
     let txn_number = history.next_txn();
+    if !other_release.is_empty() {
+        // Even with --force: the pre-images are another release's bytes.
+        return Err(Error::refused(format!(
+            "{} file(s) belong to another release than the one gatefix patched: {}; writing \
+             their pre-images would put old code into the new install, so nothing was written, \
+             --force or not. Reinstall the distribution (`pip install --force-reinstall --no-deps \
+             NAME==VERSION`, as `gatefix status --all` prints it) and run `gatefix revert` again: \
+             files at pip's bytes need nothing from the ledger",
+            other_release.len(),
+            other_release.join(", ")
+        )));
+    }
     if !drift.is_empty() {
         if !force {
             return Err(drift_error(&drift, *reverted.first().unwrap_or(&0)));
@@ -123,6 +161,32 @@ fn revert_noting(
         restored: changes.into_iter().map(|c| c.path).collect(),
         already_original,
     })
+}
+
+/// The version of distribution `dist` that the selected transactions recorded (`Gatefix-Dist:
+/// name version`) when one of them patched `file`.
+fn patched_release(selected: &[&Record], file: &str, dist: &str) -> Option<String> {
+    selected
+        .iter()
+        .filter(|r| r.files.iter().any(|f| f == file))
+        .flat_map(|r| &r.dists)
+        .find_map(|d| {
+            let (name, version) = d.rsplit_once(' ')?;
+            same_distribution(name, dist).then(|| version.to_string())
+        })
+}
+
+/// Distribution names compare as pip compares them (PEP 503: case, `-`, `_` and `.` alike).
+fn same_distribution(a: &str, b: &str) -> bool {
+    let norm = |s: &str| -> String {
+        s.chars()
+            .map(|c| match c {
+                '_' | '.' => '-',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect()
+    };
+    norm(a) == norm(b)
 }
 
 /// Files of the transactions being reverted that were deleted since gatefix wrote them (an
