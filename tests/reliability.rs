@@ -1086,7 +1086,7 @@ fn a_kill_during_verify_is_reported_by_status() {
 /// always finds the transaction that patched the site and `revert` restores it byte for byte.
 #[test]
 fn two_applies_into_two_ledgers_at_once_never_hide_a_transaction() {
-    for round in 0..20 {
+    for round in 0..100 {
         let (guard, root) = venv_copy("fusion");
         let original = hash_tree(&root);
         let other = guard.path().join("other.git");
