@@ -476,6 +476,81 @@ fn explain_a_raise_whose_guard_is_an_opportunity_says_the_gate_can_open() {
     );
 }
 
+/// `... 2>&1 | gatefix explain` and `gatefix explain -` read the message (or a whole log)
+/// from standard input and answer as the argument does.
+#[test]
+fn explain_reads_the_message_or_a_log_from_standard_input() {
+    let args = [
+        "explain", "--site", SITE, "--target", "sm_120", "--cuda", "12.8",
+    ];
+    let by_argument = run(args.iter().copied().chain([NEEDS_SM90]));
+    assert_eq!(
+        by_argument.status.code(),
+        Some(0),
+        "{}",
+        stderr(&by_argument)
+    );
+    let log = format!(
+        "INFO starting\nTraceback (most recent call last):\n  File \"x.py\", line 1\n{NEEDS_SM90}\n"
+    );
+    for (extra, input) in [
+        (&[][..], format!("{NEEDS_SM90}\n")),
+        (&["-"][..], format!("{NEEDS_SM90}\n")),
+        (&[][..], log),
+    ] {
+        let out = assert_cmd::Command::new(common::gatefix_bin())
+            .args(args)
+            .args(extra)
+            .env_remove("VIRTUAL_ENV")
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{input}: {}", stderr(&out));
+        assert_eq!(stdout(&out), stdout(&by_argument), "{input}");
+    }
+    let out = assert_cmd::Command::new(common::gatefix_bin())
+        .args(args)
+        .env_remove("VIRTUAL_ENV")
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("standard input was empty"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A bad `--fail-on` names the option once; every command's help ends with the exit codes.
+#[test]
+fn messages_name_the_option_once_and_every_help_has_the_exit_codes() {
+    let out = run(["audit", SITE, "--fail-on", "traps"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--fail-on: unknown value `traps`"), "{err}");
+    assert!(!err.contains("--fail-on: --fail-on"), "{err}");
+    for command in [
+        "audit",
+        "kernels",
+        "apply",
+        "revert",
+        "status",
+        "log",
+        "rules",
+        "explain",
+        "completions",
+        "man",
+    ] {
+        let out = run([command, "--help"]);
+        assert!(
+            stdout(&out).contains("Exit codes: 0 success, 1 policy findings"),
+            "{command} --help: {}",
+            stdout(&out)
+        );
+    }
+}
+
 #[test]
 fn explain_json_holds_the_same_findings() {
     let (code, json) = explain_json(

@@ -160,8 +160,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             ..ScanOptions::default()
         }
     };
-    let fail_on =
-        parse_fail_on(&args.fail_on).map_err(|e| Error::input(format!("--fail-on: {e}")))?;
+    let fail_on = parse_fail_on(&args.fail_on).map_err(Error::input)?;
     let baseline = args
         .baseline
         .as_deref()

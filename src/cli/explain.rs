@@ -25,9 +25,10 @@ use crate::verdict::{VerdictKind, Verdicts, judge};
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
     /// The error message as printed (`RuntimeError: ...`; `...` stands for a part left out),
-    /// or a log file: its last exception is taken.
+    /// or a log file: its last exception is taken. Without it, or with `-`, the message or
+    /// log is read from standard input (`... 2>&1 | gatefix explain`).
     #[arg(value_name = "MESSAGE|LOGFILE")]
-    pub message: String,
+    pub message: Option<String>,
     /// A venv root.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["site", "python"])]
     pub venv: Option<PathBuf>,
@@ -46,6 +47,45 @@ pub struct ExplainArgs {
     /// Output format: `json` holds every finding in full (gate text not elided).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+}
+
+/// The message (exception and text) from standard input: a log's last exception, else
+/// its one non-empty line. Refused on a terminal, where nothing was piped in.
+fn from_stdin() -> Result<(String, String)> {
+    use std::io::{IsTerminal, Read};
+    if std::io::stdin().is_terminal() {
+        return Err(Error::input(
+            "explain needs the message: as an argument (`gatefix explain 'RuntimeError: ...'`), \
+             a log file, or piped in (`python serve.py 2>&1 | gatefix explain`)",
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|source| Error::Io {
+            path: "<stdin>".into(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&bytes);
+    if let Some(found) = explain::last_exception(&text) {
+        return Ok(found);
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.as_slice() {
+        [line] => {
+            Ok(explain::split_exception(line).unwrap_or_else(|| (String::new(), line.to_string())))
+        }
+        [] => Err(Error::input(
+            "explain: standard input was empty; pipe in the error message or log",
+        )),
+        _ => Err(Error::input(
+            "explain: no exception line (`SomeError: message`) in standard input, and more than one line to take as the message",
+        )),
+    }
 }
 
 /// The compute capability of the first GPU, from `nvidia-smi` when it is installed.
@@ -80,23 +120,25 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
             ));
         }
     };
-    let path = std::path::Path::new(&args.message);
-    let (kind, message) = if path.is_file() {
-        let log = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        explain::last_exception(&String::from_utf8_lossy(&log)).ok_or_else(|| {
-            Error::input(format!(
-                "{}: no exception line (`SomeError: message`) in this log",
-                path.display()
-            ))
-        })?
-    } else {
-        match explain::split_exception(args.message.trim()) {
-            Some(pair) => pair,
-            None => (String::new(), args.message.trim().to_string()),
+    let (kind, message) = match args.message.as_deref() {
+        None | Some("-") => from_stdin()?,
+        Some(text) if std::path::Path::new(text).is_file() => {
+            let path = std::path::Path::new(text);
+            let log = std::fs::read(path).map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            explain::last_exception(&String::from_utf8_lossy(&log)).ok_or_else(|| {
+                Error::input(format!(
+                    "{}: no exception line (`SomeError: message`) in this log",
+                    path.display()
+                ))
+            })?
         }
+        Some(text) => match explain::split_exception(text.trim()) {
+            Some(pair) => pair,
+            None => (String::new(), text.trim().to_string()),
+        },
     };
     eprintln!("gatefix: site {}, target {target}", root.display());
     let site = Site::open(&root)?;

@@ -24,13 +24,16 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+/// Shown under every command's help, not only the top level's.
+const EXIT_CODES: &str = "Exit codes: 0 success, 1 policy findings, 2 usage or input error, 3 refused.\n\
+                          Machine-readable output goes to stdout; progress and warnings to stderr.";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "gatefix",
     version = VERSION,
     about = "Find, audit and safely open GPU architecture gates in Python inference stacks",
-    after_help = "Exit codes: 0 success, 1 policy findings, 2 usage or input error, 3 refused.\n\
-                  Machine-readable output goes to stdout; progress and warnings to stderr."
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -44,25 +47,35 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List every architecture gate in a site-packages tree and what it admits per target.
+    #[command(after_help = EXIT_CODES)]
     Audit(audit::AuditArgs),
     /// List the GPU code a site, folder or file really carries, and what each target can load.
+    #[command(after_help = EXIT_CODES)]
     Kernels(kernels::KernelsArgs),
     /// Open gates for a target with the shipped patches, only where a kernel backs them.
+    #[command(after_help = EXIT_CODES)]
     Apply(apply::ApplyArgs),
     /// Undo the last transaction (or a named one, or all), byte for byte.
+    #[command(after_help = EXIT_CODES)]
     Revert(history::RevertArgs),
     /// Applied transactions, unverified patches, drifted files, interrupted transactions.
+    #[command(after_help = EXIT_CODES)]
     Status(history::StatusArgs),
     /// The ledger's history, oldest first.
+    #[command(after_help = EXIT_CODES)]
     Log(history::LogArgs),
     /// Validate rule and patch files.
+    #[command(after_help = EXIT_CODES)]
     Rules(rules_check::RulesArgs),
     /// Where an error message comes from in the site, the gates and JIT generators that lead
     /// there, their verdicts at the target, and what to do.
+    #[command(after_help = EXIT_CODES)]
     Explain(explain::ExplainArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = EXIT_CODES)]
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff), every subcommand included.
+    #[command(after_help = EXIT_CODES)]
     Man,
 }
 
