@@ -20,7 +20,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::gate::ir::Expr;
 use crate::gate::lower::lower_expression;
-use crate::kernel::query::Requirement;
+use crate::kernel::requirement::Requirement;
 
 /// The rule files shipped in the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -56,7 +56,7 @@ struct RuleFile {
     backend: Vec<BackendToml>,
     /// `[kernel_layers]`: see `kernel::layers`.
     #[serde(default)]
-    kernel_layers: Option<crate::kernel::layers::LayerRuleFile>,
+    kernel_layers: Option<crate::kernel::layer_rules::LayerRuleFile>,
     #[serde(default)]
     parameter: Vec<ParameterRule>,
     #[serde(default)]
@@ -308,7 +308,7 @@ pub struct Rules {
     pub probe_tables: HashMap<String, ProbeTable>,
     pub links: Vec<LinkRule>,
     pub backends: Vec<BackendRule>,
-    pub kernel_layers: crate::kernel::layers::LayerRules,
+    pub kernel_layers: crate::kernel::layer_rules::LayerRules,
     pub parameters: Vec<ParameterRule>,
     pub checker_registries: Vec<CheckerRegistry>,
     pub overrides: Vec<OverrideRule>,

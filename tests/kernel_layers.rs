@@ -6,7 +6,8 @@ use std::path::Path;
 
 use gatefix::arch::Arch;
 use gatefix::kernel::layers::{Layer, Verdict};
-use gatefix::kernel::query::{Answer, KernelIndex, LayeredAnswer, Requirement};
+use gatefix::kernel::query::{Answer, KernelIndex, LayeredAnswer};
+use gatefix::kernel::requirement::Requirement;
 use gatefix::rules::Rules;
 use gatefix::scan::{ScanOptions, scan_with};
 use gatefix::site::Site;
@@ -215,7 +216,7 @@ fn includes_across_folders_a_cycle_and_a_missing_header() {
 fn the_toolchain_decides_when_given() {
     let (site, index) = index();
     let index = index.with_layer_rules(
-        gatefix::kernel::layers::LayerRules::embedded().clone(),
+        gatefix::kernel::layer_rules::LayerRules::embedded().clone(),
         Some("12.8".into()),
     );
     let at = |major, minor| {
@@ -246,7 +247,8 @@ mod hostile {
 
     use gatefix::arch::{Arch, Variant};
     use gatefix::kernel::cpp;
-    use gatefix::kernel::layers::{FileFacts, LayerRules};
+    use gatefix::kernel::layer_rules::LayerRules;
+    use gatefix::kernel::layers::FileFacts;
     use gatefix::kernel::preproc::{self, Env};
     use proptest::prelude::*;
 

@@ -5,7 +5,8 @@ mod common;
 
 use assert_cmd::Command;
 use gatefix::arch::Arch;
-use gatefix::kernel::query::{Answer, KernelIndex, Requirement};
+use gatefix::kernel::query::{Answer, KernelIndex};
+use gatefix::kernel::requirement::Requirement;
 use gatefix::rules::Rules;
 use gatefix::scan::{ScanOptions, scan_with};
 use gatefix::site::Site;

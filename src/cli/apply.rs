@@ -2,14 +2,11 @@
 //! one ledger transaction (or, with `--dry-run`, show the diffs and write nothing).
 
 use std::cell::OnceCell;
-use std::path::PathBuf;
 
-use clap::Args;
-
-use super::WriteSiteArgs;
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
-use crate::kernel::query::{KernelIndex, Requirement};
+use crate::kernel::query::KernelIndex;
+use crate::kernel::requirement::Requirement;
 use crate::ledger::history::{History, Kind, PatchEntry};
 use crate::ledger::lock::SiteLock;
 use crate::ledger::txn::{self, Change, Meta};
@@ -22,59 +19,11 @@ use crate::rules::Rules;
 use crate::scan::{LoweringMemo, ScanResult, scan_overlay_with};
 use crate::site::Site;
 
+mod args;
 mod synthesis;
 mod verify;
 
-#[derive(Args, Debug)]
-pub struct ApplyArgs {
-    /// The GPU to open gates for: sm_120, sm120, 12.0, 120 ...
-    pub target: Arch,
-    #[command(flatten)]
-    pub site: WriteSiteArgs,
-    /// Show the diffs and the kernel evidence; write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Only this patch (repeatable); default: every patch meant for the site and target.
-    #[arg(long = "patch", value_name = "ID")]
-    pub patches: Vec<String>,
-    /// Apply patches whose kernel is missing or unknown anyway. Loud, and recorded in the
-    /// ledger as unverified.
-    #[arg(long)]
-    pub force_unverified: bool,
-    /// Read patches from this folder's *.toml instead of the embedded ones.
-    #[arg(long = "patches", value_name = "DIR")]
-    pub patch_dir: Option<PathBuf>,
-    /// Read rules from this folder's *.toml instead of the embedded ones.
-    #[arg(long, value_name = "DIR")]
-    pub rules: Option<PathBuf>,
-    /// Also apply fixes synthesized from the audit (unsafe fixes; they need a selection:
-    /// --gate, --all-opportunities or --close-traps).
-    #[arg(long)]
-    pub unsafe_fixes: bool,
-    /// A gate to fix, by its id from `gatefix audit` (a unique prefix will do; repeatable).
-    #[arg(long = "gate", value_name = "ID")]
-    pub gates: Vec<String>,
-    /// Fix every gate whose verdict at the target is `opportunity`.
-    #[arg(long)]
-    pub all_opportunities: bool,
-    /// Narrow gates whose verdict at the target is `trap` (all of them, or those named with
-    /// --gate).
-    #[arg(long)]
-    pub close_traps: bool,
-    /// With --dry-run: write each synthesized fix to DIR as a patch file (the curated format).
-    #[arg(long, value_name = "DIR", requires = "dry_run")]
-    pub emit_patches: Option<PathBuf>,
-    /// After writing, run CMD (through `sh -c`); a non-zero exit, a crash or the timeout
-    /// reverts the transaction at once and apply exits 3.
-    #[arg(long, value_name = "CMD")]
-    pub verify: Option<String>,
-    /// Seconds --verify's command may run.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-    pub verify_timeout: u64,
-    /// CUDA version for `cuda >= X` atoms when synthesizing; default: the site's torch.
-    #[arg(long, value_name = "X.Y")]
-    pub cuda: Option<String>,
-}
+pub use args::ApplyArgs;
 
 pub fn run(args: ApplyArgs) -> Result<i32> {
     if args.verify.as_deref().is_some_and(|c| c.trim().is_empty()) {
@@ -185,7 +134,8 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
         })
         .collect();
     // Room for the whole transaction before anything is created, the ledger included.
-    crate::ledger::space::check(&site.root, &ledger_dir, &changes)?;
+    let sizes: Vec<(usize, usize)> = changes.iter().map(|c| (c.old.len(), c.new.len())).collect();
+    crate::ledger::space::check(&site.root, &ledger_dir, &sizes)?;
     let ledger = Ledger::open_or_init(&ledger_dir, &site.root)?;
     let meta = apply_meta(&plan, args.target);
     let number = txn::run(&ledger, &meta, &changes)?;

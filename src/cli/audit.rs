@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use clap::Args;
 
+use super::args::{AuditFormat, SiteArgs, TargetArgs};
 use super::progress::Progress;
-use super::{AuditFormat, SiteArgs, TargetArgs};
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
 use crate::ledger::history::History;

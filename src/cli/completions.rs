@@ -3,10 +3,9 @@
 
 use std::io::Write;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
-use super::Cli;
 use crate::error::{Error, Result, exit};
 
 #[derive(Args, Debug)]
@@ -17,15 +16,15 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-pub fn completions(args: CompletionsArgs) -> Result<i32> {
+/// `command` is the whole parser (`Cli::command()`), handed in by the dispatcher.
+pub fn completions(args: CompletionsArgs, mut command: clap::Command) -> Result<i32> {
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "gatefix", &mut out);
+    clap_complete::generate(args.shell, &mut command, "gatefix", &mut out);
     write_stdout(&out)
 }
 
 /// The man page (roff) of gatefix and its subcommands, in one page: `gatefix man > gatefix.1`.
-pub fn man() -> Result<i32> {
-    let command = Cli::command();
+pub fn man(command: clap::Command) -> Result<i32> {
     let mut out = Vec::new();
     let page = clap_mangen::Man::new(command.clone());
     page.render(&mut out)

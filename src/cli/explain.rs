@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Format;
+use super::args::Format;
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::explain::{self, Match};
 use crate::gate::predicate::{Admits, CudaVersion, collapse_whitespace, evaluate};
-use crate::kernel::query::{Answer, KernelIndex, Requirement};
+use crate::kernel::query::{Answer, KernelIndex};
+use crate::kernel::requirement::Requirement;
 use crate::patch::PatchSet;
 use crate::report::explain::{
     Capture, Conclusion, Explanation, GateReach, GeneratorFinding, GuardFinding, PatchAdvice,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use clap::Args;
 use serde::Serialize;
 
-use super::{Format, WriteSiteArgs};
+use super::args::{Format, WriteSiteArgs};
 use crate::error::{Error, Result, exit};
 use crate::ledger::fsio::temp_path;
 use crate::ledger::history::{History, Phase, Record};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::{Format, SiteArgs};
+use super::args::{Format, SiteArgs};
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::kernel::inventory_file;

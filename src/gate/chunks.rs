@@ -5,17 +5,11 @@
 
 use std::collections::HashSet;
 
-use super::lower::MAX_PLAIN_ASSIGN_BYTES;
+use super::limits::{MAX_PLAIN_ASSIGN_BYTES, SPLIT_BLOCK_BYTES, TOKENLESS_HELPER_BYTES};
 use super::tokens::Tokens;
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
 pub const CHUNK_MIN_FILE_BYTES: usize = 512;
-/// A function without a token up to this size keeps its body in the lowering, and is kept
-/// by the chunking when arch-dependent code calls it: a caller may hand it a device value.
-pub const TOKENLESS_HELPER_BYTES: usize = 1024;
-/// `def` and `class` blocks larger than this are split into their statements. A split
-/// function is marked incomplete when lowered, and inference then reads the whole module.
-pub const SPLIT_BLOCK_BYTES: usize = 4 * 1024;
 /// Statements without a token but smaller than this are kept: imports, constants and flags
 /// that resolution reads (`_is_cuda = is_cuda()`).
 const SMALL_STATEMENT_BYTES: usize = 1_024;

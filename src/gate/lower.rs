@@ -8,13 +8,10 @@ use tree_sitter::{Node, Tree};
 
 use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit, word_runs};
 use super::ir::*;
+use super::limits::{MAX_HELPER_BODY_BYTES, MAX_PLAIN_ASSIGN_BYTES, TOKENLESS_HELPER_BYTES};
 use super::tokens::Tokens;
 use super::ts::{F, NodeExt};
 
-/// Functions larger than this keep no body: helpers are small, and big bodies cost memory.
-pub const MAX_HELPER_BODY_BYTES: usize = super::chunks::SPLIT_BLOCK_BYTES;
-/// Assignments without arch tokens larger than this are not lowered.
-pub const MAX_PLAIN_ASSIGN_BYTES: usize = 2_000;
 /// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
 const MAX_ARCHY_FINDERS: usize = 16;
 /// Deeper expressions become `Other`: no gate is this deep, and it bounds recursion.
@@ -25,9 +22,6 @@ const MAX_EXPR_DEPTH: usize = 48;
 const MAX_SCAN_DEPTH: usize = 1_000;
 /// Branch tests longer than this guard nothing (a platform test is short).
 const MAX_GUARD_BYTES: usize = 300;
-/// A function without a token up to this size keeps its body: a caller may hand it a device
-/// value.
-pub const MAX_TOKENLESS_HELPER_BYTES: usize = super::chunks::TOKENLESS_HELPER_BYTES;
 
 /// `value[i][j]...` for an unpacking path.
 fn unpacked(value: &Expr, path: &[usize]) -> Expr {
@@ -1107,7 +1101,7 @@ impl<'a> Lowerer<'a> {
         let body = body_node
             .filter(|_| {
                 (archy && size <= MAX_HELPER_BODY_BYTES)
-                    || (takes_values && size <= MAX_TOKENLESS_HELPER_BYTES)
+                    || (takes_values && size <= TOKENLESS_HELPER_BYTES)
             })
             .map(|b| self.stmts(b));
         let class = (!self.classes.is_empty()).then(|| self.qualname_of_class());

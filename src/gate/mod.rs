@@ -5,6 +5,7 @@ pub mod exports;
 pub mod feed;
 pub mod index;
 pub mod ir;
+pub mod limits;
 pub mod lower;
 pub mod predicate;
 pub mod resolve;

@@ -1502,8 +1502,8 @@ impl<'a> Resolver<'a> {
             // would only say that (or that it is free, with no arch token).
             Some(f)
                 if !f.complete
-                    && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES
-                    && f.full_bytes > super::lower::MAX_HELPER_BODY_BYTES
+                    && f.bytes <= super::limits::MAX_HELPER_BODY_BYTES
+                    && f.full_bytes > super::limits::MAX_HELPER_BODY_BYTES
                     && f.full_archy.is_some() =>
             {
                 whole_archy = f.full_archy;
@@ -1514,7 +1514,7 @@ impl<'a> Resolver<'a> {
                 whole_archy = Some(false);
             }
             // A split function is read whole only when it is small enough to be a helper.
-            Some(f) if !f.complete && f.bytes <= super::lower::MAX_HELPER_BODY_BYTES => {
+            Some(f) if !f.complete && f.bytes <= super::limits::MAX_HELPER_BODY_BYTES => {
                 if let Some(whole) = self.index.get_whole(&func.module) {
                     ir = whole;
                 }

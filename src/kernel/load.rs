@@ -10,19 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use super::model::Load;
 use super::model::{Container, Entry, EntryKind, FileInventory, Location, PtxIsa};
 use crate::arch::{Arch, Variant};
-
-/// How one image can reach a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Load {
-    /// Machine code the device runs as is.
-    Sass,
-    /// PTX the driver must JIT; needs a driver that knows the entry's PTX ISA version.
-    PtxJit,
-    No,
-}
 
 /// Rules table of §5. The device's own variant is ignored: a device *is* a plain arch.
 pub fn image_load(kind: EntryKind, image: Arch, device: Arch) -> Load {
@@ -175,6 +165,28 @@ pub fn coverage_by_folder(
         *out.entry(key).or_default() += coverage(file, target).counts;
     }
     out
+}
+
+impl FileInventory {
+    /// Attaches per-target loadability to every entry, for reports that list several devices.
+    pub fn annotate(&mut self, targets: &[Arch]) {
+        for container in &mut self.containers {
+            let relocatable = container.relocatable;
+            for entry in &mut container.entries {
+                annotate_entry(entry, relocatable, targets);
+            }
+        }
+    }
+}
+
+fn annotate_entry(entry: &mut Entry, relocatable: bool, targets: &[Arch]) {
+    for &target in targets {
+        let load = entry_load(entry, relocatable, target);
+        entry.load.insert(target.plain(), load);
+    }
+    for sub in &mut entry.sub_entries {
+        annotate_entry(sub, relocatable, targets);
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod fatbin;
 mod host;
 mod inventory;
 pub mod jit;
+pub mod layer_rules;
 pub mod layers;
 pub mod load;
 mod model;
@@ -23,6 +24,7 @@ mod parse;
 pub mod preproc;
 mod ptx;
 pub mod query;
+pub mod requirement;
 pub mod sources;
 pub mod triton;
 

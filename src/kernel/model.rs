@@ -10,8 +10,18 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
-use super::load::Load;
 use crate::arch::{Arch, Variant};
+
+/// How one image can reach a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Load {
+    /// Machine code the device runs as is.
+    Sass,
+    /// PTX the driver must JIT; needs a driver that knows the entry's PTX ISA version.
+    PtxJit,
+    No,
+}
 
 /// What a scanned file is, decided from its first bytes rather than its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -172,26 +182,4 @@ pub struct FileInventory {
     /// Set when the file was cut short or hostile; `containers` holds what parsed before it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-impl FileInventory {
-    /// Attaches per-target loadability to every entry, for reports that list several devices.
-    pub fn annotate(&mut self, targets: &[Arch]) {
-        for container in &mut self.containers {
-            let relocatable = container.relocatable;
-            for entry in &mut container.entries {
-                annotate_entry(entry, relocatable, targets);
-            }
-        }
-    }
-}
-
-fn annotate_entry(entry: &mut Entry, relocatable: bool, targets: &[Arch]) {
-    for &target in targets {
-        let load = super::load::entry_load(entry, relocatable, target);
-        entry.load.insert(target.plain(), load);
-    }
-    for sub in &mut entry.sub_entries {
-        annotate_entry(sub, relocatable, targets);
-    }
 }

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use tree_sitter::{Node, Parser};
 
-use super::layers::LayerRules;
+use super::layer_rules::LayerRules;
 
 /// At most this many files are read for one generator (CUTLASS-sized include trees stop here).
 pub const MAX_FILES: usize = 2_000;

@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use super::layers::{Layer, LayerAnswer, LayerRules, Toolchain, Verdict, toolchain_layer};
+use super::layer_rules::LayerRules;
+use super::layers::{Layer, LayerAnswer, Toolchain, Verdict, toolchain_layer};
 use crate::arch::Arch;
 use crate::site::Site;
 
@@ -56,7 +57,7 @@ fn release_in(bytes: &[u8]) -> Option<(u32, u32)> {
         .iter()
         .position(|b| !(b.is_ascii_digit() || *b == b'.'))
         .unwrap_or(rest.len());
-    super::layers::parse_cuda(std::str::from_utf8(&rest[..end]).ok()?)
+    super::layer_rules::parse_cuda(std::str::from_utf8(&rest[..end]).ok()?)
 }
 
 /// The layers of a Triton kernel `id` at a target.

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use super::fault;
-use super::txn::Change;
 use crate::error::{Error, Result};
 
 /// Added to every need: metadata blocks, trees, commits, refs, the lock file.
@@ -29,11 +28,12 @@ fn free(path: &Path) -> Option<(u64, u64)> {
     Some((bytes, s.f_fsid as u64))
 }
 
-pub fn check(site_root: &Path, ledger_dir: &Path, changes: &[Change]) -> Result<()> {
-    let site_need: u64 = changes.iter().map(|c| c.new.len() as u64).sum::<u64>() + MARGIN;
-    let ledger_need: u64 = changes
+/// `sizes`: per file the transaction writes, its bytes before and after.
+pub fn check(site_root: &Path, ledger_dir: &Path, sizes: &[(usize, usize)]) -> Result<()> {
+    let site_need: u64 = sizes.iter().map(|&(_, new)| new as u64).sum::<u64>() + MARGIN;
+    let ledger_need: u64 = sizes
         .iter()
-        .map(|c| (c.old.len() + c.new.len()) as u64 + PER_FILE)
+        .map(|&(old, new)| (old + new) as u64 + PER_FILE)
         .sum::<u64>()
         + MARGIN;
     let (Some((site_free, site_fs)), Some((ledger_free, ledger_fs))) =

@@ -94,7 +94,8 @@ pub fn run(ledger: &Ledger, meta: &Meta, changes: &[Change]) -> Result<u32> {
         refuse_hidden_transactions(ledger)?;
         refuse_unexplained(ledger, changes)?;
     }
-    super::space::check(&ledger.site_root, &ledger.dir, changes)?;
+    let sizes: Vec<(usize, usize)> = changes.iter().map(|c| (c.old.len(), c.new.len())).collect();
+    super::space::check(&ledger.site_root, &ledger.dir, &sizes)?;
     let paths = resolve_paths(ledger, changes.iter().map(|c| c.path.as_str()))?;
     let files: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
     let (txn, begin, done) = record_images(ledger, meta, changes, &files).map_err(|e| {

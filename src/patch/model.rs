@@ -14,7 +14,7 @@ use toml::Spanned;
 
 use crate::arch::Arch;
 use crate::error::{Error, Result};
-use crate::kernel::query::Requirement;
+use crate::kernel::requirement::Requirement;
 use crate::rules::{line_column, toml_error, toml_files};
 use crate::site::safe_relative;
 

@@ -8,7 +8,8 @@ use super::edit::{EditState, Hit, apply_replacements, check_reparse, plan_edit};
 use super::model::{Action, Patch};
 use crate::arch::Arch;
 use crate::gate::lower::parse;
-use crate::kernel::query::{Answer, KernelIndex, Requirement};
+use crate::kernel::query::{Answer, KernelIndex};
+use crate::kernel::requirement::Requirement;
 use crate::site::{Site, site_path};
 
 /// What apply will do with one patch, and why.

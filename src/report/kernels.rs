@@ -10,7 +10,8 @@ use rayon::prelude::*;
 
 use crate::arch::Arch;
 use crate::kernel::layers::Verdict;
-use crate::kernel::query::{Answer, KernelIndex, LayeredAnswer, Requirement};
+use crate::kernel::query::{Answer, KernelIndex, LayeredAnswer};
+use crate::kernel::requirement::Requirement;
 use crate::kernel::{CoverageCounts, EntryKind, FileInventory, Location, coverage};
 use crate::site::Site;
 

@@ -16,7 +16,8 @@ use super::site_text::SiteText;
 use crate::gate::predicate::Form;
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::jit::JitIndex;
-use crate::kernel::query::{Requirement, glob_match};
+use crate::kernel::query::glob_match;
+use crate::kernel::requirement::Requirement;
 use crate::rules::{LinkRule, Rules};
 use crate::scan::Gate;
 

@@ -1,7 +1,7 @@
 //! Which gates `apply` synthesizes fixes for, from the audit's verdicts at the target (the
 //! fixes themselves, and the check that they hold together, are `patch::synth`'s).
 
-use super::ApplyArgs;
+use super::args::ApplyArgs;
 use crate::error::{Error, Result};
 use crate::gate::predicate::CudaVersion;
 use crate::patch::plan::Plan;

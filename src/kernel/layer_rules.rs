@@ -1,0 +1,252 @@
+//! The kernel-layer rules (`[kernel_layers]` of the rule files, `rules/kernels.toml` built
+//! in): what cannot be inferred from kernel sources, read once and shared by the layers
+//! (`layers.rs`) and the source discovery (`sources.rs`).
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::cpp::CheckShape;
+use crate::arch::{Arch, Variant};
+
+/// The `[kernel_layers]` table of a rule file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerRuleFile {
+    #[serde(default)]
+    spec_calls: Vec<String>,
+    #[serde(default)]
+    include_dirs: Vec<String>,
+    #[serde(default)]
+    external_include_dirs: Vec<String>,
+    #[serde(default)]
+    nvcc_dists: Vec<String>,
+    #[serde(default)]
+    triton_decorators: Vec<String>,
+    #[serde(default)]
+    triton_dists: Vec<String>,
+    #[serde(default)]
+    triton_ptxas: Vec<String>,
+    #[serde(default)]
+    source_dir: Vec<SourceDirRule>,
+    #[serde(default)]
+    check: Vec<CheckRule>,
+    #[serde(default)]
+    sm_name: Vec<SmNameRule>,
+    #[serde(default)]
+    sm_constant: Vec<SmConstantRule>,
+    #[serde(default)]
+    jit_target: Vec<JitTargetRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceDirRule {
+    name: String,
+    path: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckRule {
+    name: String,
+    /// `condition` (the first argument must hold) or a comparison `==`, `!=`, `<`, ...
+    shape: String,
+}
+
+/// What an SM-holding name holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Holds {
+    Major,
+    Minor,
+    /// `major * 10 + minor` (`getSMVersion()` is 100 on sm_100).
+    Sm,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmNameRule {
+    /// The expression as written, whitespace ignored: `major`, `getSMVersion()`.
+    name: String,
+    holds: Holds,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SmConstantRule {
+    /// `kSM_`: `kSM_100` is the constant 100 (a suffix letter makes it another name).
+    prefix: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JitTargetRule {
+    target: String,
+    suffix: String,
+    min_cuda: String,
+}
+
+/// One way a JIT build can target a device: `sm_120` as `120f`, which needs CUDA 12.9.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitTarget {
+    pub target: Arch,
+    pub variant: Variant,
+    pub min_cuda: (u32, u32),
+}
+
+/// The kernel-layer rules of every rule file, merged.
+#[derive(Debug, Clone, Default)]
+pub struct LayerRules {
+    pub spec_calls: Vec<String>,
+    /// Folder constant name → site-relative folder.
+    pub source_dirs: Vec<(String, String)>,
+    pub include_dirs: Vec<String>,
+    pub external_include_dirs: Vec<String>,
+    pub nvcc_dists: Vec<String>,
+    /// Decorators that make a def a Triton kernel (`triton.jit`).
+    pub triton_decorators: Vec<String>,
+    /// The distributions that install triton, and where each bundles its ptxas.
+    pub triton_dists: Vec<String>,
+    pub triton_ptxas: Vec<String>,
+    pub checks: Vec<(String, CheckShape)>,
+    pub sm_names: Vec<(String, Holds)>,
+    pub sm_constants: Vec<String>,
+    /// In preference order per target.
+    pub jit_targets: Vec<JitTarget>,
+}
+
+/// `"12.9"` → `(12, 9)`.
+pub fn parse_cuda(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.trim().split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next().map_or(Some(0), |m| m.parse().ok())?;
+    Some((major, minor))
+}
+
+impl LayerRules {
+    /// Adds one file's table; errors say which entry is wrong.
+    pub fn add(&mut self, file: LayerRuleFile) -> Result<(), String> {
+        self.spec_calls.extend(file.spec_calls);
+        self.include_dirs.extend(file.include_dirs);
+        self.external_include_dirs
+            .extend(file.external_include_dirs);
+        self.nvcc_dists.extend(file.nvcc_dists);
+        self.triton_decorators.extend(file.triton_decorators);
+        self.triton_dists.extend(file.triton_dists);
+        self.triton_ptxas.extend(file.triton_ptxas);
+        for dir in file.source_dir {
+            self.source_dirs.push((dir.name, dir.path));
+        }
+        for check in file.check {
+            let shape = match check.shape.as_str() {
+                "condition" => CheckShape::Condition,
+                "==" => CheckShape::Compare("=="),
+                "!=" => CheckShape::Compare("!="),
+                "<" => CheckShape::Compare("<"),
+                "<=" => CheckShape::Compare("<="),
+                ">" => CheckShape::Compare(">"),
+                ">=" => CheckShape::Compare(">="),
+                other => {
+                    return Err(format!(
+                        "[[kernel_layers.check]] `{}`: shape `{other}` is not `condition`, ==, !=, <, <=, > or >=",
+                        check.name
+                    ));
+                }
+            };
+            self.checks.push((check.name, shape));
+        }
+        for name in file.sm_name {
+            self.sm_names.push((compact(&name.name), name.holds));
+        }
+        for constant in file.sm_constant {
+            self.sm_constants.push(constant.prefix);
+        }
+        for rule in file.jit_target {
+            let target: Arch = rule.target.parse().map_err(|_| {
+                format!(
+                    "[[kernel_layers.jit_target]]: `{}` is not an arch",
+                    rule.target
+                )
+            })?;
+            let variant = match rule.suffix.as_str() {
+                "a" => Variant::A,
+                "f" => Variant::F,
+                "" => Variant::Plain,
+                other => {
+                    return Err(format!(
+                        "[[kernel_layers.jit_target]] {}: suffix `{other}` is not a, f or empty",
+                        rule.target
+                    ));
+                }
+            };
+            let min_cuda = parse_cuda(&rule.min_cuda).ok_or_else(|| {
+                format!(
+                    "[[kernel_layers.jit_target]] {}: min_cuda `{}` is not X.Y",
+                    rule.target, rule.min_cuda
+                )
+            })?;
+            self.jit_targets.push(JitTarget {
+                target: target.plain(),
+                variant,
+                min_cuda,
+            });
+        }
+        Ok(())
+    }
+
+    /// The rules shipped in the binary (`rules/kernels.toml`).
+    pub fn embedded() -> &'static LayerRules {
+        static RULES: OnceLock<LayerRules> = OnceLock::new();
+        RULES.get_or_init(|| {
+            #[derive(Deserialize)]
+            struct Wrapper {
+                kernel_layers: LayerRuleFile,
+            }
+            let mut rules = LayerRules::default();
+            let text = include_str!("../../rules/kernels.toml");
+            // The embedded file is checked by a test; a broken one gives empty rules.
+            if let Ok(w) = toml::from_str::<Wrapper>(text) {
+                let _ = rules.add(w.kernel_layers);
+            }
+            rules
+        })
+    }
+
+    pub(super) fn holds(&self, name: &str) -> Option<Holds> {
+        if let Some((_, holds)) = self.sm_names.iter().find(|(n, _)| n == name) {
+            return Some(*holds);
+        }
+        None
+    }
+
+    pub(super) fn constant(&self, name: &str) -> Option<i64> {
+        self.sm_constants.iter().find_map(|prefix| {
+            let digits = name.strip_prefix(prefix.as_str())?;
+            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| digits.parse().ok())
+                .flatten()
+        })
+    }
+
+    pub(super) fn prefilter_words(&self) -> Vec<String> {
+        let mut words: Vec<String> = self
+            .sm_names
+            .iter()
+            .map(|(n, _)| {
+                n.split(|c: char| !(c == '_' || c.is_ascii_alphanumeric()))
+                    .find(|w| !w.is_empty() && w.len() > 1)
+                    .unwrap_or(n)
+                    .to_string()
+            })
+            .collect();
+        words.extend(self.sm_constants.iter().cloned());
+        words.sort();
+        words.dedup();
+        words
+    }
+}
+
+fn compact(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
