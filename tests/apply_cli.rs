@@ -83,8 +83,37 @@ fn apply_then_revert_restores_every_byte_and_mode() {
     std::fs::set_permissions(&communicator, std::fs::Permissions::from_mode(0o640)).unwrap();
     let pycache = communicator.parent().unwrap().join("__pycache__");
     std::fs::create_dir_all(&pycache).unwrap();
+    // pip's bytecode: a timestamp pyc of the installed source (PEP 552 header). Python
+    // finds it stale once the source changes, so apply leaves it and revert finds it as
+    // pip left it. An unchecked-hash pyc would be trusted for the patched source: removed.
+    let pyc = |flags: u32, mtime: u32, size: u32| -> Vec<u8> {
+        let mut bytes = b"\xa7\x0d\r\n".to_vec();
+        for word in [flags, mtime, size] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        bytes.extend_from_slice(b"code object");
+        bytes
+    };
+    // Installed a while ago, as a real site was (a copy made this second would share the
+    // second of the edit, and Python would trust the old bytecode for the new source).
+    std::fs::File::options()
+        .write(true)
+        .open(&communicator)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000))
+        .unwrap();
+    let installed = std::fs::metadata(&communicator).unwrap();
     let stale = pycache.join("communicator.cpython-311.pyc");
-    std::fs::write(&stale, b"stale bytecode").unwrap();
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::write(
+            &stale,
+            pyc(0, installed.mtime() as u32, installed.len() as u32),
+        )
+        .unwrap();
+    }
+    let unchecked = pycache.join("communicator.cpython-312.pyc");
+    std::fs::write(&unchecked, pyc(0b01, 0, 0)).unwrap();
     let other = pycache.join("server_args_helper.cpython-311.pyc");
     std::fs::write(&other, b"unrelated").unwrap();
     let before = hash_tree(&root);
@@ -107,9 +136,10 @@ fn apply_then_revert_restores_every_byte_and_mode() {
         0o640,
         "the file keeps its mode"
     );
+    assert!(stale.exists(), "bytecode Python finds stale stays");
     assert!(
-        !stale.exists(),
-        "stale bytecode of a patched module is removed"
+        !unchecked.exists(),
+        "bytecode Python would trust for the patched source is removed"
     );
     assert!(other.exists(), "other modules' bytecode stays");
     assert!(
@@ -119,15 +149,18 @@ fn apply_then_revert_restores_every_byte_and_mode() {
 
     let out = command("revert", &root, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let mut after = hash_tree(&root);
+    let after = hash_tree(&root);
     let mut expected = before.clone();
-    // The removed bytecode is the one intended difference.
+    // The unchecked-hash bytecode is the one intended difference: pip's own is back.
     expected.remove(&format!(
-        "{FUSION_SITE}/sglang/srt/layers/__pycache__/communicator.cpython-311.pyc"
+        "{FUSION_SITE}/sglang/srt/layers/__pycache__/communicator.cpython-312.pyc"
     ));
-    after.remove(&format!(
-        "{FUSION_SITE}/sglang/srt/layers/__pycache__/communicator.cpython-311.pyc"
-    ));
+    assert!(
+        after.contains_key(&format!(
+            "{FUSION_SITE}/sglang/srt/layers/__pycache__/communicator.cpython-311.pyc"
+        )),
+        "pip's bytecode survives apply and revert"
+    );
     assert_eq!(after, expected);
     assert_eq!(
         std::fs::metadata(&communicator)

@@ -96,6 +96,26 @@ fn sglang_055_with_its_pinned_flashinfer_is_refused_with_the_jit_list() {
 fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
     let wheels = ["sglang-0.5.5-", "flashinfer_python-0.7.2-"];
     let site = wheel_site(&wheels);
+    // Bytecode as pip writes it (timestamp pycs) for the files the patch edits: apply leaves
+    // it (Python finds it stale), so the whole site, `.pyc` included, is back after revert.
+    let edited = [
+        "sglang/srt/layers/communicator.py",
+        "sglang/srt/server_args.py",
+    ];
+    let compiled = std::process::Command::new("python3")
+        .args(["-m", "compileall", "-q"])
+        .args(edited.iter().map(|f| site.path().join(f)))
+        .env_remove("SOURCE_DATE_EPOCH")
+        .status()
+        .expect("python3 runs");
+    assert!(compiled.success());
+    let pycs = || -> Vec<String> {
+        hash_tree(site.path())
+            .into_keys()
+            .filter(|f| f.ends_with(".pyc"))
+            .collect()
+    };
+    assert_eq!(pycs().len(), 2, "{:?}", pycs());
     let before = hash_tree(site.path());
     let gate = "_is_sm100_supported or _is_sm90_supported";
     assert_eq!(
@@ -120,6 +140,7 @@ fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
         "{}",
         stdout(&out)
     );
+    assert_eq!(pycs().len(), 2, "pip's bytecode stays: {:?}", pycs());
     let opened = admits(
         &audit(site.path()),
         "sglang/srt/layers/communicator.py",

@@ -87,10 +87,15 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Removes `__pycache__/<module>.*.pyc` beside a source file: Python would otherwise keep
-/// running the old code when the timestamps happen to agree.
+/// Removes the `__pycache__/<module>.*.pyc` beside a source file just written that Python
+/// would trust for the new source, and only those: it would run the old code from them. A
+/// pyc Python checks and finds stale it ignores and rewrites itself, so it is left alone,
+/// and after a revert the site holds pip's bytecode again, byte for byte.
 pub fn remove_stale_bytecode(path: &Path) {
     let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else {
+        return;
+    };
+    let Ok(source) = std::fs::metadata(path) else {
         return;
     };
     let prefix = format!("{}.", stem.to_string_lossy());
@@ -100,12 +105,97 @@ pub fn remove_stale_bytecode(path: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with(&prefix) && name.ends_with(".pyc") {
-            let _ = std::fs::remove_file(entry.path());
+            let mut header = [0u8; 16];
+            let read = File::open(entry.path()).and_then(|mut f| {
+                use std::io::Read;
+                f.read_exact(&mut header)
+            });
+            // One Python cannot read whole it cannot trust either: left alone.
+            if read.is_ok() && trusted_for(&header, &source) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
+    }
+}
+
+/// Whether Python would run a pyc with this header (PEP 552) for a source with this
+/// metadata without compiling the source again. A timestamp pyc is trusted when the source's
+/// mtime (whole seconds) and size match its own; a hash-based one when it says not to check
+/// the source (`unchecked-hash`; a `checked-hash` one is checked by default). A header Python
+/// rejects (bad magic) is not trusted; flags it does not know are taken as trusted, to be
+/// removed.
+fn trusted_for(header: &[u8; 16], source: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if header[2..4] != *b"\r\n" {
+        return false;
+    }
+    let word =
+        |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+    match word(4) {
+        0 => word(8) == source.mtime() as u32 && word(12) == source.len() as u32,
+        // hash-based, checked against the source (CPython's default for these).
+        0b11 => false,
+        _ => true,
     }
 }
 
 /// Removes a transaction's leftover temp file, if any; true when there was one.
 pub fn remove_temp(path: &Path, txn: u32) -> bool {
     std::fs::remove_file(temp_path(path, txn)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(flags: u32, a: u32, b: u32) -> [u8; 16] {
+        let mut h = [0u8; 16];
+        h[..4].copy_from_slice(b"\xa7\x0d\r\n"); // CPython 3.11's magic
+        h[4..8].copy_from_slice(&flags.to_le_bytes());
+        h[8..12].copy_from_slice(&a.to_le_bytes());
+        h[12..16].copy_from_slice(&b.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn only_bytecode_python_would_trust_for_the_new_source_is_removed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("m.py");
+        std::fs::write(&source, "x = 2\n").unwrap();
+        let meta = std::fs::metadata(&source).unwrap();
+        let (mtime, size) = (meta.mtime() as u32, meta.len() as u32);
+        assert!(
+            trusted_for(&header(0, mtime, size), &meta),
+            "timestamp and size agree"
+        );
+        assert!(
+            !trusted_for(&header(0, mtime - 1, size), &meta),
+            "older source"
+        );
+        assert!(
+            !trusted_for(&header(0, mtime, size + 1), &meta),
+            "other size"
+        );
+        assert!(trusted_for(&header(0b01, 7, 7), &meta), "unchecked hash");
+        assert!(!trusted_for(&header(0b11, 7, 7), &meta), "checked hash");
+        assert!(trusted_for(&header(0b100, 7, 7), &meta), "unknown flags");
+        let mut bad = header(0, mtime, size);
+        bad[3] = b'x';
+        assert!(!trusted_for(&bad, &meta), "not a pyc");
+
+        let cache = dir.path().join("__pycache__");
+        std::fs::create_dir(&cache).unwrap();
+        let stale = cache.join("m.cpython-311.pyc");
+        std::fs::write(&stale, header(0, mtime - 1, size)).unwrap();
+        let trusted = cache.join("m.cpython-312.pyc");
+        std::fs::write(&trusted, header(0b01, 0, 0)).unwrap();
+        let short = cache.join("m.cpython-313.pyc");
+        std::fs::write(&short, b"short").unwrap();
+        let other = cache.join("n.cpython-311.pyc");
+        std::fs::write(&other, header(0b01, 0, 0)).unwrap();
+        remove_stale_bytecode(&source);
+        assert!(stale.exists() && short.exists() && other.exists());
+        assert!(!trusted.exists());
+    }
 }
