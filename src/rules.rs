@@ -220,7 +220,7 @@ pub struct BackendRule {
 }
 
 /// What a name is, or what calling it returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fact {
     Capability,

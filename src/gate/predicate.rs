@@ -105,7 +105,7 @@ pub enum Atom {
     Unknown(String),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Pred {
     Const(bool),
     Atom(Atom, Form),

@@ -22,8 +22,12 @@ const MAX_DEPTH: u32 = 16;
 /// bounds the recursion. Past it, a frame counts against the caller's depth as any level does.
 const MAX_FRAMES: u32 = 8;
 
-/// An abstract Python value.
-#[derive(Debug, Clone)]
+/// A helper call as memoised: the function and the values passed, positional and keyword.
+type CallKey = (FuncRef, Vec<Val>, Vec<(String, Val)>);
+
+/// An abstract Python value. Equality is structural (a guarded choice compares its arms in
+/// order), so equal values merge without being formatted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Val {
     Pred(Pred),
     Bool(bool),
@@ -70,7 +74,7 @@ pub enum Val {
 }
 
 /// A piece of a device-built string.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum StrPiece {
     Lit(String),
     Dev(DevVar),
@@ -82,7 +86,7 @@ pub struct FuncRef {
     pub qualname: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Builtin {
     Cache,
     Partial,
@@ -153,7 +157,7 @@ pub struct Resolver<'a> {
     /// module, function, binding, the read's arm and the unpacking position.
     joins: Mutex<HashMap<JoinKey, Val>>,
     /// Function values by callee and arguments, with what was assumed computing them.
-    calls: Memo<(FuncRef, String), Val>,
+    calls: Memo<CallKey, Val>,
     /// What a parameter's callers pass (module, function, position): `None` when none passes
     /// a device value. Read at every use of the parameter, so computed once.
     passed: Memo<LocalKey, Option<Val>>,
@@ -295,18 +299,16 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
     if out.len() > MAX_CHOICE_ARMS {
         // Arms that give the same value are one arm under the `or` of their guards (a
         // variable reassigned to the same backend name on several paths).
-        // (`Val` has no equality; its debug text is one, as `push_distinct` uses it.)
-        let mut merged: Vec<(Vec<Pred>, String, Val)> = Vec::new();
+        let mut merged: Vec<(Vec<Pred>, Val)> = Vec::new();
         for (guard, val) in out {
-            let key = format!("{val:?}");
-            match merged.iter_mut().find(|(_, k, _)| *k == key) {
-                Some((guards, _, _)) => guards.push(guard),
-                None => merged.push((vec![guard], key, val)),
+            match merged.iter_mut().find(|(_, v)| *v == val) {
+                Some((guards, _)) => guards.push(guard),
+                None => merged.push((vec![guard], val)),
             }
         }
         out = merged
             .into_iter()
-            .map(|(guards, _, val)| (Pred::or(guards), val))
+            .map(|(guards, val)| (Pred::or(guards), val))
             .collect();
     }
     if out.len() > MAX_CHOICE_ARMS
@@ -323,8 +325,7 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
     // Arms with the same value merge (their guards joined).
     let mut merged: Vec<(Pred, Val)> = Vec::new();
     for (guard, val) in out {
-        let key = format!("{val:?}");
-        match merged.iter_mut().find(|(_, v)| format!("{v:?}") == key) {
+        match merged.iter_mut().find(|(_, v)| *v == val) {
             Some(arm) => arm.0 = Pred::or(vec![arm.0.clone(), guard]),
             None => merged.push((guard, val)),
         }
@@ -1549,7 +1550,7 @@ impl<'a> Resolver<'a> {
                 func.qualname, func.module, function.line
             ));
         };
-        let memo_key = (func.clone(), format!("{args:?}{kwargs:?}"));
+        let memo_key = (func.clone(), args.clone(), kwargs.clone());
         memoised(&self.calls, memo_key, || {
             in_frame(depth, |depth| {
                 let mut env = HashMap::new();
@@ -1649,9 +1650,7 @@ impl<'a> Resolver<'a> {
                         // Both arms go on: a name they leave different holds either value.
                         for (name, then_value) in then_env {
                             let else_value = env.get(&name).cloned();
-                            let same = else_value
-                                .as_ref()
-                                .is_some_and(|e| format!("{e:?}") == format!("{then_value:?}"));
+                            let same = else_value.as_ref() == Some(&then_value);
                             if same {
                                 continue;
                             }
@@ -1713,8 +1712,7 @@ const MAX_PRED_NODES: usize = 256;
 
 /// Adds a value its callers pass unless an equal one is there already.
 fn push_distinct(found: &mut Vec<Val>, val: Val) {
-    let key = format!("{val:?}");
-    if !found.iter().any(|f| format!("{f:?}") == key) {
+    if !found.contains(&val) {
         found.push(val);
     }
 }
