@@ -555,23 +555,32 @@ fn a_malformed_rule_file_is_named_with_line_and_column() {
 
 #[test]
 fn rules_from_a_folder_replace_the_embedded_ones() {
-    // Without the vllm rules, current_platform cannot be resolved: unknown, with the reason.
+    // Without parameters.toml, a backend's `capability: DeviceCapability` parameter is no
+    // longer taken for the device's: unknown, with the reason. The platform's methods need
+    // no rule at all: they are read from the site (vllm/platforms/cuda.py).
     let rules = tempfile::tempdir().unwrap();
-    for name in ["python.toml", "sglang.toml", "flashinfer.toml"] {
-        std::fs::copy(Path::new("rules").join(name), rules.path().join(name)).unwrap();
+    for entry in std::fs::read_dir("rules").unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "parameters.toml" {
+            std::fs::copy(&path, rules.path().join(path.file_name().unwrap())).unwrap();
+        }
     }
     let doc = audit(
         Path::new(SITE),
         &["--rules", rules.path().to_str().unwrap()],
     );
-    let g = gate(&doc, "vllm/backends/mla.py", 26);
+    let g = gate(&doc, "vllm/backends/mla.py", 14);
     assert_eq!(g["admits"]["sm_120"], "unknown");
-    assert!(
-        g["unknown_because"]
-            .as_str()
-            .unwrap()
-            .contains("current_platform")
+    let why = g["unknown_because"].as_str().unwrap();
+    assert!(why.contains("no rule says what it is"), "{why}");
+    let embedded = audit(Path::new(SITE), &[]);
+    assert_eq!(
+        gate(&embedded, "vllm/backends/mla.py", 14)["admits"]["sm_120"],
+        "no"
     );
+    let platform = gate(&doc, "vllm/backends/mla.py", 26);
+    assert_eq!(platform["predicate"], "sm >= 100");
+    assert_eq!(platform["form"], "platform-method");
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::chunks::skip_plain_bodies;
-use super::ir::SharedModule;
+use super::ir::{Expr, SharedModule};
 use super::lower::{lower_module, parse, parse_ranges};
 use super::tokens::Tokens;
 
@@ -35,6 +35,10 @@ pub struct ModuleIndex {
     /// modules. Set once, after the scan lowered every selected file and before resolving, so
     /// it never depends on what resolution happened to parse.
     callers: OnceLock<HashMap<String, Vec<SharedModule>>>,
+    /// The scan's classes by the last name of each of their bases (`CudaPlatformBase(Platform)`
+    /// under `Platform`), set with `callers`: where a method called on an interface finds the
+    /// subclasses that override it, in any module.
+    derived: OnceLock<HashMap<String, Vec<(SharedModule, String)>>>,
 }
 
 /// `a/b/c.py` is `a.b.c`; `a/b/__init__.py` is the package `a.b`.
@@ -73,6 +77,7 @@ impl ModuleIndex {
             modules,
             tokens,
             callers: OnceLock::new(),
+            derived: OnceLock::new(),
         }
     }
 
@@ -82,9 +87,11 @@ impl ModuleIndex {
         self
     }
 
-    /// Records which of the scan's modules call which names (see `callers`).
+    /// Records which of the scan's modules call which names (see `callers`) and which of
+    /// their classes derive from which names (see `derived`).
     pub fn set_callers<'m>(&self, modules: impl IntoIterator<Item = &'m SharedModule>) {
         let mut callers: HashMap<String, Vec<SharedModule>> = HashMap::new();
+        let mut derived: HashMap<String, Vec<(SharedModule, String)>> = HashMap::new();
         let mut modules: Vec<&SharedModule> = modules.into_iter().collect();
         modules.sort_by(|a, b| a.module.cmp(&b.module));
         for module in modules {
@@ -94,8 +101,30 @@ impl ModuleIndex {
                     .or_default()
                     .push(module.clone());
             }
+            let mut classes: Vec<(&String, &Vec<Expr>)> = module.classes.iter().collect();
+            classes.sort_by(|a, b| a.0.cmp(b.0));
+            for (class, bases) in classes {
+                for base in bases {
+                    if let Some(name) = last_name(base) {
+                        derived
+                            .entry(name.to_string())
+                            .or_default()
+                            .push((module.clone(), class.clone()));
+                    }
+                }
+            }
         }
         let _ = self.callers.set(callers);
+        let _ = self.derived.set(derived);
+    }
+
+    /// The scan's classes with a base whose last name is `name` (module order, then
+    /// qualname): candidates only, the caller checks the base is the class it means.
+    pub fn derived_from(&self, name: &str) -> &[(SharedModule, String)] {
+        self.derived
+            .get()
+            .and_then(|d| d.get(name))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The scan's modules that call `name` with an arch-dependent argument.
@@ -144,6 +173,7 @@ impl ModuleIndex {
             modules,
             tokens: self.tokens.clone(),
             callers: OnceLock::new(),
+            derived: OnceLock::new(),
         }
     }
 
@@ -180,6 +210,7 @@ impl ModuleIndex {
             modules,
             tokens: self.tokens.clone(),
             callers: OnceLock::new(),
+            derived: OnceLock::new(),
         }
     }
 
@@ -277,6 +308,15 @@ enum Read {
     TopLevelDef(String, String, bool),
     TopLevelAssignment(String, String, bool),
     Callers(String, Vec<SharedModule>),
+    Derived(String, Vec<(SharedModule, String)>),
+}
+
+/// `Platform` of `Platform` or `interface.Platform`.
+fn last_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Name(name) | Expr::Attr(_, name) => Some(name),
+        _ => None,
+    }
 }
 
 fn same_module(a: &Option<SharedModule>, b: &Option<SharedModule>) -> bool {
@@ -301,6 +341,14 @@ impl Read {
             Read::Callers(name, got) => {
                 let now = index.callers_of(name);
                 now.len() == got.len() && now.iter().zip(got).all(|(a, b)| Arc::ptr_eq(a, b))
+            }
+            Read::Derived(name, got) => {
+                let now = index.derived_from(name);
+                now.len() == got.len()
+                    && now
+                        .iter()
+                        .zip(got)
+                        .all(|((a, x), (b, y))| Arc::ptr_eq(a, b) && x == y)
             }
         }
     }
@@ -387,6 +435,12 @@ impl<'a> IndexReads<'a> {
     pub fn callers_of(&self, name: &str) -> &'a [SharedModule] {
         let got = self.index.callers_of(name);
         self.note(|| Read::Callers(name.to_string(), got.to_vec()));
+        got
+    }
+
+    pub fn derived_from(&self, name: &str) -> &'a [(SharedModule, String)] {
+        let got = self.index.derived_from(name);
+        self.note(|| Read::Derived(name.to_string(), got.to_vec()));
         got
     }
 }

@@ -357,6 +357,10 @@ pub struct ModuleIr {
     pub star_imports: Vec<String>,
     /// Module-level assignments: the last unconditional value of each name.
     pub assigns: HashMap<String, Expr>,
+    /// Module-level names declared with a type and no value (`current_platform: Platform`,
+    /// often under `if TYPE_CHECKING:` when a module `__getattr__` makes the object): the
+    /// annotation, read when nothing else binds the name.
+    pub declared: HashMap<String, Expr>,
     pub functions: Vec<FunctionIr>,
     pub function_index: HashMap<String, usize>,
     /// Classes whose bases include `NamedTuple`: calling them builds a tuple.
@@ -457,11 +461,23 @@ impl std::fmt::Display for Expr {
                 }
                 Ok(())
             }
-            Expr::Not(inner) => write!(f, "not {inner}"),
+            Expr::Not(inner) => match inner.as_ref() {
+                Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => write!(f, "not ({inner})"),
+                _ => write!(f, "not {inner}"),
+            },
             Expr::Compare(first, rest) => {
-                write!(f, "{first}")?;
+                let operand = |f: &mut std::fmt::Formatter<'_>, e: &Expr| match e {
+                    Expr::Compare(..)
+                    | Expr::And(_)
+                    | Expr::Or(_)
+                    | Expr::Not(_)
+                    | Expr::IfExp { .. } => write!(f, "({e})"),
+                    _ => write!(f, "{e}"),
+                };
+                operand(f, first)?;
                 for (op, rhs) in rest {
-                    write!(f, " {} {rhs}", op.symbol())?;
+                    write!(f, " {} ", op.symbol())?;
+                    operand(f, rhs)?;
                 }
                 Ok(())
             }
@@ -474,10 +490,69 @@ impl std::fmt::Display for Expr {
                     BinOp::Mod => "%",
                     BinOp::Other => "?",
                 };
-                write!(f, "{l} {sym} {r}")
+                // Parentheses where Python's precedence needs them: `(a + b) // 10`,
+                // `a - (b - c)`.
+                let binds = |e: &Expr| match e {
+                    Expr::BinOp(BinOp::Add | BinOp::Sub, ..) => Some(1),
+                    Expr::BinOp(BinOp::Other, ..) => Some(0),
+                    Expr::BinOp(..) => Some(2),
+                    Expr::Compare(..)
+                    | Expr::And(_)
+                    | Expr::Or(_)
+                    | Expr::Not(_)
+                    | Expr::IfExp { .. } => Some(-1),
+                    _ => None,
+                };
+                let own = binds(self).unwrap_or(2);
+                match binds(l) {
+                    Some(p) if p < own => write!(f, "({l})")?,
+                    _ => write!(f, "{l}")?,
+                }
+                write!(f, " {sym} ")?;
+                match binds(r) {
+                    Some(p) if p <= own => write!(f, "({r})"),
+                    _ => write!(f, "{r}"),
+                }
             }
             Expr::IfExp { test, body, orelse } => write!(f, "{body} if {test} else {orelse}"),
             Expr::Other(text) | Expr::FString { text, .. } => f.write_str(text),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(n: &str) -> Box<Expr> {
+        Box::new(Expr::Name(n.into()))
+    }
+
+    #[test]
+    fn printed_expressions_keep_the_parentheses_python_needs() {
+        let sum = Expr::BinOp(BinOp::Add, name("a"), name("b"));
+        let floor = Expr::BinOp(
+            BinOp::FloorDiv,
+            Box::new(sum.clone()),
+            Box::new(Expr::Int(10)),
+        );
+        assert_eq!(floor.to_string(), "(a + b) // 10");
+        let plain = Expr::BinOp(
+            BinOp::Add,
+            Box::new(Expr::BinOp(BinOp::Mul, name("a"), name("b"))),
+            name("c"),
+        );
+        assert_eq!(plain.to_string(), "a * b + c");
+        let right = Expr::BinOp(
+            BinOp::Sub,
+            name("a"),
+            Box::new(Expr::BinOp(BinOp::Sub, name("b"), name("c"))),
+        );
+        assert_eq!(right.to_string(), "a - (b - c)");
+        let not_and = Expr::Not(Box::new(Expr::And(vec![
+            Expr::Name("x".into()),
+            Expr::Name("y".into()),
+        ])));
+        assert_eq!(not_and.to_string(), "not (x and y)");
     }
 }

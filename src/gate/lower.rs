@@ -723,11 +723,39 @@ impl<'a> Lowerer<'a> {
             }
         };
         let Some(value) = value else {
+            self.declaration(expr);
             return;
         };
         if self.assignment(&targets, value) || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
             self.scan_expression(value);
         }
+    }
+
+    /// `name: Type` with no value at module level: the name holds an instance of the type
+    /// (a string annotation naming it the same way counts too).
+    fn declaration(&mut self, assignment: Node<'a>) {
+        if !self.at_module_level() {
+            return;
+        }
+        let (Some(target), Some(annotation)) = (
+            assignment.field(F::Left),
+            assignment.field(F::Type).and_then(|t| t.named_child(0)),
+        ) else {
+            return;
+        };
+        if target.kind_name() != "identifier" {
+            return;
+        }
+        let annotation = match self.expr(annotation, 0) {
+            Expr::Str(text) => match dotted_name(&text) {
+                Some(expr) => expr,
+                None => return,
+            },
+            expr @ (Expr::Name(_) | Expr::Attr(..)) => expr,
+            _ => return,
+        };
+        let name = self.text(target).to_string();
+        self.ir.declared.insert(name, annotation);
     }
 
     /// Whether an assigned value may depend on the architecture. In a big value (a generated
@@ -2366,6 +2394,25 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         too_deep: Default::default(),
     };
     Ok(lowerer.expr(node, 0))
+}
+
+/// `a.b.C` as a name or attribute chain; `None` for anything else.
+fn dotted_name(text: &str) -> Option<Expr> {
+    let mut parts = text.trim().split('.');
+    let first = parts.next()?;
+    let is_identifier = |part: &str| {
+        part.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    is_identifier(first).then_some(())?;
+    let mut expr = Expr::Name(first.to_string());
+    for part in parts {
+        is_identifier(part).then_some(())?;
+        expr = Expr::Attr(Box::new(expr), part.to_string());
+    }
+    Some(expr)
 }
 
 #[cfg(test)]

@@ -22,6 +22,10 @@ const MAX_DEPTH: u32 = 16;
 /// bounds the recursion. Past it, a frame counts against the caller's depth as any level does.
 const MAX_FRAMES: u32 = 8;
 
+/// The local that holds a method's own class, as Python's `__class__` cell does for
+/// zero-argument `super()`; no Python name can collide with it.
+const CLASS_CELL: &str = "__class__ cell";
+
 /// A helper call as memoised: the function and the values passed, positional and keyword.
 type CallKey = (FuncRef, Vec<Val>, Vec<(String, Val)>);
 
@@ -68,6 +72,9 @@ pub enum Val {
     Class(FuncRef),
     Instance(FuncRef),
     BoundMethod(FuncRef, Box<Val>),
+    /// `super()` in a method of the class: its methods are looked up from the class's
+    /// bases, bound to the receiver.
+    Super(FuncRef, Box<Val>),
     NamedTuple,
     Free(String),
     Unknown(String),
@@ -91,8 +98,12 @@ pub enum Builtin {
     Cache,
     Partial,
     Tuple,
+    List,
+    /// `set` and `frozenset`: membership is all gates ask of them.
+    Set,
     Map,
     Int,
+    IsInstance,
     Version,
     ToInt,
     CudaSplit,
@@ -439,6 +450,13 @@ impl<'a> Resolver<'a> {
         match expr {
             Expr::Name(name) => self.name(name, scope, depth),
             Expr::Attr(obj, attr) => self.attr(expr, obj, attr, scope, depth),
+            Expr::Call { func, args, .. }
+                if args.is_empty()
+                    && matches!(func.as_ref(), Expr::Name(name) if name == "super")
+                    && !self.is_local("super", scope) =>
+            {
+                self.zero_arg_super(scope)
+            }
             Expr::Call { func, args, kwargs } => {
                 let callee = self.eval_callee(func, scope, depth);
                 let args: Vec<Val> = args
@@ -449,7 +467,19 @@ impl<'a> Resolver<'a> {
                     .iter()
                     .map(|(k, v)| (k.clone(), self.eval(v, scope, depth + 1)))
                     .collect();
-                self.call(callee, args, kwargs, expr, depth)
+                // A method of an object the module holds (`current_platform.has_...(90)`),
+                // not of the method's own receiver: the platform-method form, as a rule for
+                // the object would have it.
+                let on_object = matches!(&callee, Val::BoundMethod(_, receiver)
+                        if matches!(receiver.as_ref(), Val::Instance(_)))
+                    && matches!(func.as_ref(), Expr::Attr(obj, _)
+                        if matches!(obj.as_ref(), Expr::Name(n) if n != "self" && n != "cls"));
+                let val = self.call(callee, args, kwargs, expr, depth);
+                if on_object {
+                    relabel(val, Form::PlatformMethod)
+                } else {
+                    val
+                }
             }
             Expr::Subscript(value, index) => {
                 let value = self.eval_callee(value, scope, depth);
@@ -586,7 +616,10 @@ impl<'a> Resolver<'a> {
             && !scope.module.assigns.contains_key(name.as_str())
             && !scope.module.function_index.contains_key(name.as_str())
         {
-            return args.iter().any(|a| self.worth_resolving(a, scope));
+            // A literal argument is its own value (`frozenset({90, 100})`).
+            return args
+                .iter()
+                .any(|a| is_literal(a) || self.worth_resolving(a, scope));
         }
         // `major, minor = cap[0], cap[1]` binds `major` to `(cap[0], cap[1])[0]`: worth what
         // the tuple's elements are.
@@ -634,6 +667,23 @@ impl<'a> Resolver<'a> {
         } else {
             Val::Free(name.to_string())
         }
+    }
+
+    /// Whether `name` is a parameter of the function a site stands in (or of one around it),
+    /// as the gate site reads it: its value is what callers or rules say, never detected.
+    fn is_site_parameter(&self, name: &str, scope: Scope) -> bool {
+        let Locals::Site { function, .. } = scope.locals else {
+            return false;
+        };
+        let mut current = Some(function);
+        while let Some(f) = current {
+            let function = &scope.module.functions[f];
+            if function.params.iter().any(|p| p.name == name) {
+                return true;
+            }
+            current = function.parent;
+        }
+        false
     }
 
     fn is_local(&self, name: &str, scope: Scope) -> bool {
@@ -1041,9 +1091,35 @@ impl<'a> Resolver<'a> {
             };
             return Some(self.eval(expr, scope, depth + 1));
         }
-        self.index
-            .is_module(&qualified)
-            .then_some(Val::Module(qualified))
+        if self.index.is_module(&qualified) {
+            return Some(Val::Module(qualified));
+        }
+        // Made by the module's `__getattr__` (PEP 562) for this name, when its body says
+        // what it returns (`return CudaPlatform()`).
+        if ir.function_index.contains_key("__getattr__") {
+            let getter = FuncRef {
+                module: module.to_string(),
+                qualname: "__getattr__".to_string(),
+            };
+            let made = self.call_function(
+                &getter,
+                vec![Val::Str(name.to_string())],
+                Vec::new(),
+                &Expr::Name(name.to_string()),
+                depth + 1,
+            );
+            if matches!(made, Val::Instance(_) | Val::Class(_) | Val::Func(_)) {
+                return Some(made);
+            }
+        }
+        // Declared only (`current_platform: Platform`, under TYPE_CHECKING when a module
+        // `__getattr__` makes it from a name chosen at run time): an instance of the declared
+        // class, whose methods are read from the site.
+        let declared = ir.declared.get(name)?;
+        match self.eval(declared, scope, depth + 1) {
+            Val::Class(class) => Some(Val::Instance(class)),
+            _ => None,
+        }
     }
 
     fn import(&self, import: &Import, depth: u32) -> Option<Val> {
@@ -1094,6 +1170,16 @@ impl<'a> Resolver<'a> {
             },
             Val::Cuda { .. } if attr == "split" => Val::Builtin(Builtin::CudaSplit),
             Val::Object(kind) => self.object_attr(&kind, attr, whole, depth),
+            Val::Super(class, receiver) => match self.find_base_method(&class, attr, depth + 1) {
+                Some(method) => Val::BoundMethod(method, receiver),
+                None => self.missing(
+                    attr,
+                    &format!(
+                        "no base of `{}` has a method `{attr}` gatefix can find",
+                        class.qualname
+                    ),
+                ),
+            },
             Val::Instance(class) | Val::Class(class) => {
                 match self.find_method(&class, attr, depth + 1) {
                     Some(method) => Val::BoundMethod(method, Box::new(Val::Instance(class))),
@@ -1265,6 +1351,52 @@ impl<'a> Resolver<'a> {
             })
     }
 
+    /// `super()` where the code stands: the class of the method around it (Python's
+    /// `__class__` cell) and its receiver, `self` or `cls`.
+    fn zero_arg_super(&self, scope: Scope) -> Val {
+        let (class, receiver) = match scope.locals {
+            Locals::Bound(env) => match env.get(CLASS_CELL) {
+                Some(Val::Class(class)) => {
+                    let receiver = env.get("self").or_else(|| env.get("cls")).cloned();
+                    (class.clone(), receiver)
+                }
+                _ => return Val::Unknown("`super()` outside a method".into()),
+            },
+            Locals::Site { function, .. } => match &scope.module.functions[function].class {
+                Some(class) => (
+                    FuncRef {
+                        module: scope.module.module.clone(),
+                        qualname: class.clone(),
+                    },
+                    None,
+                ),
+                None => return Val::Unknown("`super()` outside a method".into()),
+            },
+            Locals::None => return Val::Unknown("`super()` outside a method".into()),
+        };
+        let receiver = receiver.unwrap_or_else(|| Val::Instance(class.clone()));
+        Val::Super(class, Box::new(receiver))
+    }
+
+    /// A method of one of `class`'s bases (not of `class` itself), as `super().name` finds it.
+    fn find_base_method(&self, class: &FuncRef, name: &str, depth: u32) -> Option<FuncRef> {
+        let mut ir = self.index.get(&class.module)?;
+        if !ir.classes.contains_key(&class.qualname) && ir.partial {
+            ir = self.index.get_whole(&class.module)?;
+        }
+        let bases = ir.classes.get(&class.qualname)?;
+        let scope = Scope {
+            module: &ir,
+            locals: Locals::None,
+        };
+        bases
+            .iter()
+            .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
+                Val::Class(base) => self.find_method(&base, name, depth + 1),
+                _ => None,
+            })
+    }
+
     /// Whether a function of the site is an interface method (its body only raises
     /// `NotImplementedError`).
     fn is_abstract(&self, func: &FuncRef) -> bool {
@@ -1319,6 +1451,80 @@ impl<'a> Resolver<'a> {
             }
         }
         found.sort_by(|a, b| a.qualname.cmp(&b.qualname));
+        found
+    }
+
+    /// The value of the first override of `method` (in the site's subclasses of `class`,
+    /// any module, in module then qualname order) that depends on the device.
+    #[allow(clippy::too_many_arguments)]
+    fn device_override(
+        &self,
+        class: &FuncRef,
+        method: &FuncRef,
+        name: &str,
+        args: &[Val],
+        kwargs: &[(String, Val)],
+        expr: &Expr,
+        depth: u32,
+    ) -> Option<Val> {
+        for sub in self.subclasses_on_site(class, depth + 1) {
+            let Some(over) = self.find_method(&sub, name, depth + 1) else {
+                continue;
+            };
+            if over == *method || self.is_abstract(&over) {
+                continue;
+            }
+            let bound = Val::BoundMethod(over, Box::new(Val::Instance(sub)));
+            let val = self.call(bound, args.to_vec(), kwargs.to_vec(), expr, depth + 1);
+            if carries_device(&val) {
+                return Some(val);
+            }
+        }
+        None
+    }
+
+    /// The classes of the scan that derive from `class`, directly or not, whatever module
+    /// they are in, in module then qualname order (deterministic).
+    fn subclasses_on_site(&self, class: &FuncRef, depth: u32) -> Vec<FuncRef> {
+        if depth > MAX_DEPTH {
+            cut();
+            return Vec::new();
+        }
+        let mut found: Vec<FuncRef> = Vec::new();
+        let mut frontier = vec![class.clone()];
+        // Four levels of inheritance: platform hierarchies are two or three deep.
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for base in &frontier {
+                let simple = base.qualname.rsplit('.').next().unwrap_or(&base.qualname);
+                for (module, qualname) in self.index.derived_from(simple) {
+                    let candidate = FuncRef {
+                        module: module.module.clone(),
+                        qualname: qualname.clone(),
+                    };
+                    if candidate == *class || found.contains(&candidate) {
+                        continue;
+                    }
+                    let scope = Scope {
+                        module,
+                        locals: Locals::None,
+                    };
+                    let derives = module.classes[qualname].iter().any(|expr| {
+                        matches!(self.eval_unpruned(expr, scope, depth + 1),
+                            Val::Class(b) if b == *base)
+                    });
+                    if derives {
+                        found.push(candidate.clone());
+                        next.push(candidate);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        found.sort_by(|a, b| (&a.module, &a.qualname).cmp(&(&b.module, &b.qualname)));
         found
     }
 
@@ -1406,11 +1612,28 @@ impl<'a> Resolver<'a> {
                 })
             }
             Val::BoundMethod(method, receiver) => {
-                let mut args = args;
+                let class = match receiver.as_ref() {
+                    Val::Instance(class) => Some(class.clone()),
+                    _ => None,
+                };
+                let mut passed = args.clone();
                 if self.takes_receiver(&method) {
-                    args.insert(0, *receiver);
+                    passed.insert(0, *receiver);
                 }
-                self.call_function(&method, args, kwargs, expr, depth + 1)
+                let val = self.call_function(&method, passed, kwargs.clone(), expr, depth + 1);
+                if carries_device(&val) {
+                    return val;
+                }
+                // An instance known by its class only (`self`, `cls`, a declared
+                // `current_platform: Platform`) may be any subclass: where the class's own
+                // method says nothing of the device (`return False`) and a subclass of the
+                // site overrides it with a device read, that override is the GPU's answer.
+                let name = method.qualname.rsplit('.').next().unwrap_or("").to_string();
+                class
+                    .and_then(|class| {
+                        self.device_override(&class, &method, &name, &args, &kwargs, expr, depth)
+                    })
+                    .unwrap_or(val)
             }
             Val::Unknown(reason) => Val::Unknown(reason),
             _ => Val::Free(expr.to_string()),
@@ -1577,6 +1800,15 @@ impl<'a> Resolver<'a> {
                         .unwrap_or_else(|| param_value(param));
                     env.insert(param.name.clone(), value);
                 }
+                if let Some(class) = &function.class {
+                    env.insert(
+                        CLASS_CELL.to_string(),
+                        Val::Class(FuncRef {
+                            module: func.module.clone(),
+                            qualname: class.clone(),
+                        }),
+                    );
+                }
                 let mut returns = Vec::new();
                 let falls_through = self.exec(
                     body,
@@ -1695,7 +1927,22 @@ impl<'a> Resolver<'a> {
         for (op, right_expr) in rest {
             let right = self.eval(right_expr, scope, depth + 1);
             let text = format!("{left_expr} {} {right_expr}", op.symbol());
-            parts.push(compare(left, *op, right.clone(), &text));
+            let tests_argument = matches!(op, CmpOp::Is | CmpOp::IsNot)
+                && match (left_expr, right_expr) {
+                    (Expr::Name(name), Expr::NoneLit) | (Expr::NoneLit, Expr::Name(name)) => {
+                        self.is_site_parameter(name, scope)
+                    }
+                    _ => false,
+                };
+            parts.push(
+                if tests_argument && (is_device(&left) || is_device(&right)) {
+                    // `arch is None` on a parameter taken for the device's: whether the caller
+                    // passed one (`None` asks the function to detect it), not a device fact.
+                    Val::Free(text)
+                } else {
+                    compare(left, *op, right.clone(), &text)
+                },
+            );
             left = right;
             left_expr = right_expr;
         }
@@ -1878,11 +2125,23 @@ fn fact_to_val(fact: Fact, object: Option<String>) -> Val {
     }
 }
 
+/// A constant written out: numbers, strings, `None`, and tuples, lists and sets of them.
+fn is_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => true,
+        Expr::Tuple(items) | Expr::List(items) | Expr::Set(items) => items.iter().all(is_literal),
+        _ => false,
+    }
+}
+
 fn python_builtin(name: &str) -> Option<Builtin> {
     Some(match name {
-        "tuple" | "list" => Builtin::Tuple,
+        "tuple" => Builtin::Tuple,
+        "list" => Builtin::List,
+        "set" | "frozenset" => Builtin::Set,
         "map" => Builtin::Map,
         "int" => Builtin::Int,
+        "isinstance" => Builtin::IsInstance,
         _ => return None,
     })
 }
@@ -1906,7 +2165,7 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
         },
         // Handled by the caller, which has the keyword arguments.
         Builtin::Partial => Val::Free(expr.to_string()),
-        Builtin::Tuple | Builtin::Version => match first {
+        Builtin::Tuple | Builtin::List | Builtin::Set | Builtin::Version => match first {
             Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
             Some(v @ (Val::Seq(_) | Val::Str(_) | Val::Dev(_))) => v,
             _ => Val::Free(expr.to_string()),
@@ -1919,9 +2178,60 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
             Some(v @ (Val::Int(_) | Val::Dev(_))) => v,
             _ => Val::Free(expr.to_string()),
         },
+        Builtin::IsInstance => match args.next().and_then(|types| is_instance(first?, &types)) {
+            Some(answer) => Val::Bool(answer),
+            None => Val::Free(expr.to_string()),
+        },
         Builtin::ToInt => Val::Dev(DevVar::Sm),
         Builtin::CudaSplit => Val::Cuda { numeric: false },
         Builtin::Fact(fact, object) => fact_to_val(fact, object),
+    }
+}
+
+/// `isinstance(value, types)` where both are known: a capability is a tuple (torch's, or a
+/// named tuple), its numbers are ints; `None` when either side is not known that well.
+fn is_instance(value: Val, types: &Val) -> Option<bool> {
+    let kind = match value {
+        Val::Int(_) | Val::Bool(_) | Val::Dev(DevVar::Major | DevVar::Minor | DevVar::Sm) => {
+            TypeKind::Int
+        }
+        // A sequence literal is taken for a tuple: capabilities are written `(9, 0)`, and a
+        // list would compare unequal to any capability whichever branch took it.
+        Val::Dev(DevVar::Cap) | Val::DevObj | Val::Seq(_) => TypeKind::Tuple,
+        Val::Str(_) | Val::DevStr(_) | Val::NoneV => TypeKind::Other,
+        _ => return None,
+    };
+    kind.is_instance_of(types)
+}
+
+/// What `isinstance` can tell a value apart by.
+#[derive(Clone, Copy, PartialEq)]
+enum TypeKind {
+    Int,
+    Tuple,
+    Other,
+}
+
+impl TypeKind {
+    fn is_instance_of(self, types: &Val) -> Option<bool> {
+        match types {
+            Val::Builtin(Builtin::Int) => Some(self == TypeKind::Int),
+            Val::Builtin(Builtin::Tuple) => Some(self == TypeKind::Tuple),
+            Val::Builtin(Builtin::List | Builtin::Set) => Some(false),
+            // A builtin type name is not worth resolving on its own (`eval` prunes it to
+            // free text): read it by name.
+            Val::Free(name) => match name.as_str() {
+                "int" => Some(self == TypeKind::Int),
+                "tuple" => Some(self == TypeKind::Tuple),
+                "list" | "dict" | "float" | "set" | "frozenset" => Some(false),
+                _ => None,
+            },
+            // `isinstance(x, (int, tuple))`: any of them.
+            Val::Seq(options) => options.iter().try_fold(false, |any, option| {
+                Some(any || self.is_instance_of(option)?)
+            }),
+            _ => None,
+        }
     }
 }
 
@@ -2318,12 +2628,13 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
     {
         return compare_dev_str(pieces, op, &left, text);
     }
-    // `cap is None`: whether a device is there at all, an availability test, not a gate.
+    // `cap is None`: whether a device is there at all. Every target gatefix audits is a
+    // GPU (as `is_cuda()` is true), so its capability is never None: not a gate, a constant.
     if matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::Eq | CmpOp::Ne)
         && (is_device(&left) && matches!(right, Val::NoneV)
             || is_device(&right) && matches!(left, Val::NoneV))
     {
-        return Val::Free(text.to_string());
+        return Val::Bool(matches!(op, CmpOp::IsNot | CmpOp::Ne));
     }
     let settled_left = settle_any(left.clone(), op, &right);
     let right = settle_any(right, op, &left);
@@ -2620,13 +2931,19 @@ mod tests {
     }
 
     #[test]
-    fn availability_tests_are_free() {
-        let val = compare(Val::DevObj, CmpOp::Is, Val::NoneV, "cap is None");
-        assert!(
-            matches!(val, Val::Free(ref t) if t == "cap is None"),
-            "{val:?}"
+    fn a_capability_read_from_the_device_is_never_none() {
+        let is_none = compare(Val::DevObj, CmpOp::Is, Val::NoneV, "cap is None");
+        assert_eq!(is_none, Val::Bool(false));
+        let is_not_none = compare(
+            Val::NoneV,
+            CmpOp::IsNot,
+            Val::Dev(DevVar::Cap),
+            "None is not cap",
         );
-        assert!(!to_pred(val).is_arch_dependent());
+        assert_eq!(is_not_none, Val::Bool(true));
+        // Any other value compared with None stays what it was.
+        let free = compare(Val::Free("x".into()), CmpOp::Is, Val::NoneV, "x is None");
+        assert!(matches!(free, Val::Free(_)), "{free:?}");
     }
 
     #[test]

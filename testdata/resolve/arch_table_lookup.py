@@ -27,7 +27,7 @@ def one_shot(world_size):
 def optional_capability():
     cap = torch.cuda.get_device_capability()
     key = cap[0] * 10 + cap[1] if cap is not None else None
-    return MAX_SIZES.get(key, {})  # gate: `cap is not None` and sm in {90, 100, 103}
+    return MAX_SIZES.get(key, {})  # gate: sm in {90, 100, 103}
 
 
 def keyed_by_a_parameter(device_capability, world_size):

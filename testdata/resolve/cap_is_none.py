@@ -1,4 +1,4 @@
-from vllm.platforms import current_platform
+from forked_platforms import current_platform
 
 
 def backend():

@@ -1,6 +1,6 @@
-from vllm.platforms import current_platform
+from forked_platforms import current_platform
 
 
 def fast():
     cap = current_platform.get_device_capability()
-    return cap is not None and cap.major >= 9  # gate: `cap is not None` and major >= 9
+    return cap is not None and cap.major >= 9  # gate: major >= 9

@@ -25,4 +25,4 @@ def b300():
 
 def fused(quant_config):
     capability = get_capability()
-    return quant_config and capability is not None and capability.major >= 10  # gate: `quant_config` and `capability is not None` and major >= 10
+    return quant_config and capability is not None and capability.major >= 10  # gate: `quant_config` and major >= 10
