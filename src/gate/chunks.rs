@@ -287,6 +287,17 @@ pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
         .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
 }
 
+/// Whether a top-level statement of the file defines the class `name` (`class ArchInfo:`):
+/// the chunking leaves a class without a token unparsed, and a store elsewhere may build one.
+pub fn has_top_level_class(src: &[u8], name: &str) -> bool {
+    if memchr::memmem::find(src, name.as_bytes()).is_none() {
+        return false;
+    }
+    top_level_statements(src)
+        .into_iter()
+        .any(|range| definition_name(src, range) == Some((name, Definition::Class)))
+}
+
 /// What the text may define as `name`, anywhere in the file (a `def` or `class` keyword, then
 /// blanks, then the name as a whole word): a necessary condition for a parse to find the
 /// definition, read without parsing, so a module is parsed whole only when it may tell.
@@ -1683,6 +1694,7 @@ pub struct PlainBodiesSkipped {
 /// `None` when no function body can be skipped.
 pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipped> {
     let lines = FileLines::new(src);
+    let globals = declared_globals(src);
     let mut text: Option<Vec<u8>> = None;
     let mut ranges = Vec::new();
     let mut parsed_from = 0;
@@ -1703,8 +1715,12 @@ pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipp
             continue;
         };
         // A function with a token stays whole, nested functions included: inference may
-        // run them.
-        if !statement_code_hit(tokens, &src[start..end]) {
+        // run them. So does one that names a global some function of the file declares
+        // (`return _CUDA_ARCH`): the lowering takes it for a device reader when a store to
+        // that global is (`lower::Lowerer::reads_device_global`).
+        let names_a_global =
+            || word_runs(&src[start..end]).any(|word| globals.iter().any(|g| g.as_slice() == word));
+        if !statement_code_hit(tokens, &src[start..end]) && !names_a_global() {
             let text = text.get_or_insert_with(|| src.to_vec());
             let kept_to = stub_first_statement(text, body);
             ranges.push((parsed_from, kept_to));
@@ -1717,6 +1733,27 @@ pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipp
         text: text?,
         ranges,
     })
+}
+
+/// The names `global` statements of the file declare (`global _CUDA_ARCH, _INIT`).
+fn declared_globals(src: &[u8]) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for line in src.split(|&b| b == b'\n') {
+        let code = line.trim_ascii_start();
+        let Some(rest) = code.strip_prefix(b"global ") else {
+            continue;
+        };
+        let rest = rest.split(|&b| b == b'#').next().unwrap_or(rest);
+        for name in rest.split(|&b| b == b',' || b == b';') {
+            let name = name.trim_ascii();
+            if !name.is_empty() && name.iter().all(|&b| is_identifier_byte(b)) {
+                names.push(name.to_vec());
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Turns the line at `body` into `0` and spaces; returns where that line ends.

@@ -254,6 +254,15 @@ impl ModuleIndex {
             .is_some_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
     }
 
+    /// Whether the module defines the class `name` at top level, read from its text.
+    pub fn has_top_level_class(&self, module: &str, name: &str) -> bool {
+        let Some(file) = self.modules.get(module) else {
+            return false;
+        };
+        self.read(file)
+            .is_some_and(|bytes| super::chunks::has_top_level_class(&bytes, name))
+    }
+
     /// Whether the module assigns `name` at top level, read from its text (`false` when it
     /// cannot tell).
     pub fn has_top_level_assignment(&self, module: &str, name: &str) -> bool {
@@ -307,6 +316,7 @@ enum Read {
     IsModule(String, bool),
     TopLevelDef(String, String, bool),
     TopLevelAssignment(String, String, bool),
+    TopLevelClass(String, String, bool),
     Callers(String, Vec<SharedModule>),
     Derived(String, Vec<(SharedModule, String)>),
 }
@@ -337,6 +347,9 @@ impl Read {
             Read::TopLevelDef(module, name, got) => index.has_top_level_def(module, name) == *got,
             Read::TopLevelAssignment(module, name, got) => {
                 index.has_top_level_assignment(module, name) == *got
+            }
+            Read::TopLevelClass(module, name, got) => {
+                index.has_top_level_class(module, name) == *got
             }
             Read::Callers(name, got) => {
                 let now = index.callers_of(name);
@@ -429,6 +442,12 @@ impl<'a> IndexReads<'a> {
     pub fn has_top_level_assignment(&self, module: &str, name: &str) -> bool {
         let got = self.index.has_top_level_assignment(module, name);
         self.note(|| Read::TopLevelAssignment(module.to_string(), name.to_string(), got));
+        got
+    }
+
+    pub fn has_top_level_class(&self, module: &str, name: &str) -> bool {
+        let got = self.index.has_top_level_class(module, name);
+        self.note(|| Read::TopLevelClass(module.to_string(), name.to_string(), got));
         got
     }
 

@@ -53,6 +53,40 @@ pub enum FPart {
 }
 
 impl Expr {
+    /// Whether the expression reads `name` (nested scopes are `Other` text: not looked into).
+    pub fn reads(&self, name: &str) -> bool {
+        let any = |items: &[Expr]| items.iter().any(|e| e.reads(name));
+        match self {
+            Expr::Name(n) => n == name,
+            Expr::Attr(obj, _) | Expr::Not(obj) => obj.reads(name),
+            Expr::Call { func, args, kwargs } => {
+                func.reads(name) || any(args) || kwargs.iter().any(|(_, v)| v.reads(name))
+            }
+            Expr::Subscript(a, b) | Expr::BinOp(_, a, b) => a.reads(name) || b.reads(name),
+            Expr::Tuple(items)
+            | Expr::List(items)
+            | Expr::Set(items)
+            | Expr::And(items)
+            | Expr::Or(items) => any(items),
+            Expr::Dict(pairs) => pairs.iter().any(|(k, v)| k.reads(name) || v.reads(name)),
+            Expr::Compare(first, rest) => {
+                first.reads(name) || rest.iter().any(|(_, e)| e.reads(name))
+            }
+            Expr::IfExp { test, body, orelse } => {
+                test.reads(name) || body.reads(name) || orelse.reads(name)
+            }
+            Expr::FString { parts, .. } => parts
+                .iter()
+                .any(|p| matches!(p, FPart::Value(e) if e.reads(name))),
+            Expr::Slice
+            | Expr::Int(_)
+            | Expr::Str(_)
+            | Expr::Bool(_)
+            | Expr::NoneLit
+            | Expr::Other(_) => false,
+        }
+    }
+
     /// The expression with every read of `name` replaced by `value` (an unrolled loop's
     /// element). Nested scopes are `Other` text here, so nothing inside them is touched.
     pub fn substitute(&self, name: &str, value: &Expr) -> Expr {
@@ -192,6 +226,22 @@ pub enum Stmt {
     Opaque {
         returns: bool,
     },
+}
+
+impl Stmt {
+    /// Whether the statement (or one nested in it) reads `name`.
+    pub fn reads(&self, name: &str) -> bool {
+        match self {
+            Stmt::Return(value) => value.as_ref().is_some_and(|e| e.reads(name)),
+            Stmt::If { test, body, orelse } => {
+                test.reads(name)
+                    || body.iter().any(|s| s.reads(name))
+                    || orelse.iter().any(|s| s.reads(name))
+            }
+            Stmt::Assign { value, .. } => value.reads(name),
+            Stmt::Opaque { .. } => false,
+        }
+    }
 }
 
 /// An assignment target: a name, or a tuple of names (`major, minor = ...`).
@@ -348,6 +398,19 @@ pub struct LocalAssign {
     pub branch: Option<usize>,
 }
 
+/// A store to a module global from inside a function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlobalStore {
+    /// The storing function (index into `ModuleIr::functions`).
+    pub function: usize,
+    pub byte: usize,
+    /// The branch arm the store stands in.
+    pub branch: Option<usize>,
+    pub value: Expr,
+    /// Whether the stored value depends on the device as the lowering sees it.
+    pub archy: bool,
+}
+
 /// Everything resolution needs from one Python file.
 #[derive(Debug, Clone, Default)]
 pub struct ModuleIr {
@@ -357,6 +420,12 @@ pub struct ModuleIr {
     pub star_imports: Vec<String>,
     /// Module-level assignments: the last unconditional value of each name.
     pub assigns: HashMap<String, Expr>,
+    /// Module globals stored inside functions (`global _ARCH`, then `_ARCH = ...`), by name,
+    /// in source order.
+    pub global_stores: HashMap<String, Vec<GlobalStore>>,
+    /// The fields of record classes (`@dataclass`, `NamedTuple`), by class qualname, in
+    /// declaration order: what positional arguments of a construction bind.
+    pub record_fields: HashMap<String, Vec<String>>,
     /// Module-level names declared with a type and no value (`current_platform: Platform`,
     /// often under `if TYPE_CHECKING:` when a module `__getattr__` makes the object): the
     /// annotation, read when nothing else binds the name.

@@ -58,6 +58,12 @@ pub struct Lowerer<'a> {
     /// Inside an `except` clause: its bindings are the failure path and do not replace the
     /// `try` body's.
     in_except: usize,
+    /// Names a function declares `global` (by function index): its stores to them are the
+    /// module's (`ir.global_stores`).
+    function_globals: std::collections::HashMap<usize, HashSet<String>>,
+    /// Top-level functions that read such a global: device names for importers although
+    /// they decide nothing themselves.
+    device_global_readers: HashSet<String>,
     /// The branch arms around the current statement inside a function, and the ids of the
     /// arms already recorded in `ir.branches`.
     branch_stack: Vec<(Node<'a>, bool)>,
@@ -119,6 +125,8 @@ pub fn lower_parsed<'a>(
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
+        function_globals: std::collections::HashMap::new(),
+        device_global_readers: HashSet::new(),
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
@@ -132,6 +140,7 @@ pub fn lower_parsed<'a>(
     }
     lowerer.block(root);
     lowerer.ir.too_deep = lowerer.too_deep.take();
+    let device_global_readers = std::mem::take(&mut lowerer.device_global_readers);
     let mut ir = lowerer.ir;
     // A helper is a device name for its importers when it decides something on the device;
     // one that only builds a JIT spec for fixed arches (`gen_trtllm_comm_module()`) is no
@@ -164,6 +173,7 @@ pub fn lower_parsed<'a>(
         function_index
             .get(name)
             .is_none_or(|index| deciding.contains(index))
+            || device_global_readers.contains(name)
     });
     // A top-level function that decides on a device-derived flag is a device name too, token
     // or not (`def fusion_applies(n): return (_is_sm90 or _is_sm100) and ...`): the export
@@ -357,6 +367,7 @@ impl<'a> Lowerer<'a> {
             "import_statement" => self.import(node),
             "import_from_statement" => self.import_from(node),
             "future_import_statement" => {}
+            "global_statement" => self.global_statement(node),
             "expression_statement" => self.expression_statement(node),
             "if_statement" => self.if_statement(node),
             "while_statement" => self.conditional(node),
@@ -373,7 +384,7 @@ impl<'a> Lowerer<'a> {
             "return_statement" => self.return_statement(node),
             "function_definition" => self.function(node, Vec::new()),
             "decorated_definition" => self.decorated(node),
-            "class_definition" => self.class(node),
+            "class_definition" => self.class(node, false),
             "ERROR" => self.block(node),
             _ => self.visit_bodies(node),
         }
@@ -875,6 +886,23 @@ impl<'a> Lowerer<'a> {
             let byte = value.start_byte();
             let branch = self.current_branch();
             let rebinding_in_except = self.in_except > 0;
+            if let Some(globals) = self.function_globals.get(&function) {
+                for (name, path) in &bindings {
+                    if globals.contains(name) && !rebinding_in_except {
+                        self.ir
+                            .global_stores
+                            .entry(name.clone())
+                            .or_default()
+                            .push(GlobalStore {
+                                function,
+                                byte,
+                                branch,
+                                value: unpacked(&lowered, path),
+                                archy,
+                            });
+                    }
+                }
+            }
             let locals = self.ir.locals.entry(function).or_default();
             for (name, path) in bindings {
                 // An `except` arm's binding is the failure path: the `try` body's one stays.
@@ -1066,21 +1094,67 @@ impl<'a> Lowerer<'a> {
             Some(def) if def.kind_name() == "function_definition" => {
                 self.function(def, decorators);
             }
-            Some(def) if def.kind_name() == "class_definition" => self.class(def),
+            Some(def) if def.kind_name() == "class_definition" => {
+                let record = decorators.iter().any(|d| {
+                    let text = self.text(*d);
+                    let callee = text.split('(').next().unwrap_or(text).trim();
+                    callee == "dataclass" || callee.ends_with(".dataclass")
+                });
+                self.class(def, record)
+            }
             _ => {}
         }
     }
 
-    fn class(&mut self, node: Node<'a>) {
+    /// Whether the text of `node` names a module global that a function stored a device
+    /// value in (`ir.global_stores`), as a whole word.
+    fn reads_device_global(&self, node: Node<'a>) -> bool {
+        let text = &self.src[node.byte_range()];
+        self.ir
+            .global_stores
+            .iter()
+            .filter(|(_, stores)| stores.iter().any(|s| s.archy))
+            .any(|(name, _)| word_runs(text).any(|word| word == name.as_bytes()))
+    }
+
+    /// `global a, b` inside a function: its stores to those names are the module's.
+    fn global_statement(&mut self, node: Node<'a>) {
+        let Some(&function) = self.functions.last() else {
+            return;
+        };
+        let mut cursor = node.walk();
+        let names: Vec<String> = node
+            .named_children(&mut cursor)
+            .filter(|c| c.kind_name() == "identifier")
+            .map(|c| self.owned_text(c))
+            .collect();
+        self.function_globals
+            .entry(function)
+            .or_default()
+            .extend(names);
+    }
+
+    /// The annotated fields of a class body, in order (`major: int` ...).
+    fn record_fields(&self, body: Node<'a>) -> Vec<String> {
+        let mut cursor = body.walk();
+        body.named_children(&mut cursor)
+            .filter(|s| s.kind_name() == "expression_statement")
+            .filter_map(|s| s.named_child(0))
+            .filter(|a| a.kind_name() == "assignment" && a.field(F::Type).is_some())
+            .filter_map(|a| a.field(F::Left))
+            .filter(|t| t.kind_name() == "identifier")
+            .map(|t| self.owned_text(t))
+            .collect()
+    }
+
+    fn class(&mut self, node: Node<'a>, record: bool) {
         let name = node
             .field(F::Name)
             .map(|n| self.owned_text(n))
             .unwrap_or_default();
         let bases = node.field(F::Superclasses);
-        if let Some(bases) = bases
-            && self.text(bases).contains("NamedTuple")
-            && self.classes.is_empty()
-        {
+        let named_tuple = bases.is_some_and(|b| self.text(b).contains("NamedTuple"));
+        if named_tuple && self.classes.is_empty() {
             self.ir.named_tuples.push(name.clone());
         }
         let base_exprs = bases
@@ -1093,6 +1167,12 @@ impl<'a> Lowerer<'a> {
             })
             .unwrap_or_default();
         let qualname = self.qualname(&name);
+        if (record || named_tuple)
+            && let Some(body) = node.field(F::Body)
+        {
+            let fields = self.record_fields(body);
+            self.ir.record_fields.insert(qualname.clone(), fields);
+        }
         self.ir.classes.insert(qualname, base_exprs);
         self.classes.push(name);
         if let Some(body) = node.field(F::Body) {
@@ -1111,6 +1191,15 @@ impl<'a> Lowerer<'a> {
         // A docstring or comment that names a helper does not make a function arch-dependent
         // (as `chunks::relevant_ranges` judges its statements).
         let archy = statement_code_hit(self.tokens, &self.src[node.byte_range()]);
+        // A function that reads a global an earlier function stored a device value in
+        // (`return _CUDA_ARCH` after `_init_arch()` set it) depends on the device, token or
+        // not: its calls are device values where it is called, here and in importers.
+        let reads_device_global = !archy && self.reads_device_global(node);
+        let archy = archy || reads_device_global;
+        if reads_device_global && self.functions.is_empty() && self.classes.is_empty() {
+            self.ir.device_exports.push(qualname.clone());
+            self.device_global_readers.insert(qualname.clone());
+        }
         let params = node
             .field(F::Parameters)
             .map(|p| self.params(p))
@@ -2389,6 +2478,8 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
+        function_globals: std::collections::HashMap::new(),
+        device_global_readers: HashSet::new(),
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),

@@ -162,7 +162,7 @@ pub struct Resolver<'a> {
     /// The form tokens alone: an attribute named like a gate (`x.is_sm100`) on an object
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
     form_tokens: &'static Tokens,
-    globals: Mutex<HashMap<(String, String), Option<Val>>>,
+    globals: Memo<(String, String), Option<Val>>,
     locals: Memo<LocalKey, Val>,
     /// A binding read from a branch arm it is not in, joined with what came before it: by
     /// module, function, binding, the read's arm and the unpacking position.
@@ -634,6 +634,15 @@ impl<'a> Resolver<'a> {
                 || scope.module.assigns.contains_key(name)
                 || scope.module.function_index.contains_key(name)
                 || scope.module.imports.contains_key(name)
+                || scope.module.global_stores.contains_key(name)
+                // A record (`@dataclass`, named tuple) may be built from device values; other
+                // classes make instances whose calls resolve through their methods.
+                || scope.module.record_fields.contains_key(name)
+                // A class the partial parse left out (a plain `@dataclass`) that a store
+                // builds from device values.
+                || (scope.module.partial
+                    && !scope.module.global_stores.is_empty()
+                    && self.index.has_top_level_class(&scope.module.module, name))
         })
     }
 
@@ -1000,7 +1009,11 @@ impl<'a> Resolver<'a> {
     /// The value of `module.name`, following re-exports and star imports; `None` if absent.
     pub fn global(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
         let key = (module.to_string(), name.to_string());
-        if let Some(cached) = self.globals.lock().expect("no poisoned lock").get(&key) {
+        if let Some((cached, assumed)) = self.globals.lock().expect("no poisoned lock").get(&key) {
+            // What the value was taken on holds for every reader of it.
+            for phrase in assumed {
+                assume(phrase);
+            }
             return cached.clone();
         }
         // A name whose value depends on itself (through imports or assignments) would recurse
@@ -1010,14 +1023,19 @@ impl<'a> Resolver<'a> {
             cut();
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
+        let before = assumed_now();
         let cuts_before = cuts();
         let val = in_frame(depth, |depth| self.global_uncached(module, name, depth));
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
         if cuts() == cuts_before {
+            let assumed: Vec<String> = assumed_now()
+                .into_iter()
+                .filter(|n| !before.contains(n))
+                .collect();
             self.globals
                 .lock()
                 .expect("no poisoned lock")
-                .insert(key, val.clone());
+                .insert(key, (val.clone(), assumed));
         }
         val
     }
@@ -1093,6 +1111,32 @@ impl<'a> Resolver<'a> {
         }
         if self.index.is_module(&qualified) {
             return Some(Val::Module(qualified));
+        }
+        // A class the scan's partial parse left out (no token in it): read whole.
+        if ir.partial
+            && self.index.has_top_level_class(module, name)
+            && let Some(whole) = self.index.get_whole(module)
+            && whole.classes.contains_key(name)
+        {
+            return Some(Val::Class(FuncRef {
+                module: module.to_string(),
+                qualname: name.to_string(),
+            }));
+        }
+        // Stored by a function (`global _ARCH` ... `_ARCH = ArchInfo(major, minor)`) and
+        // nowhere at module level: a lazy init, whose device value is what readers get.
+        if let Some(stores) = ir.global_stores.get(name) {
+            for store in stores {
+                let scope = Scope::at(&ir, Some(store.function), store.byte, store.branch);
+                let val = self.eval(&store.value, scope, depth + 1);
+                if carries_device(&val) {
+                    assume(&format!(
+                        "`{name}` is what `{}` stores",
+                        ir.functions[store.function].qualname
+                    ));
+                    return Some(val);
+                }
+            }
         }
         // Made by the module's `__getattr__` (PEP 562) for this name, when its body says
         // what it returns (`return CudaPlatform()`).
@@ -1528,6 +1572,30 @@ impl<'a> Resolver<'a> {
         found
     }
 
+    /// A class called: an instance, or the device's capability when the class is a record
+    /// (a dataclass, a named tuple) whose `major` and `minor` fields get the device's.
+    fn construct(&self, class: FuncRef, args: Vec<Val>, kwargs: Vec<(String, Val)>) -> Val {
+        let fields = self
+            .index
+            .get(&class.module)
+            .filter(|ir| ir.classes.contains_key(&class.qualname))
+            .or_else(|| self.index.get_whole(&class.module))
+            .and_then(|ir| ir.record_fields.get(&class.qualname).cloned());
+        if let Some(fields) = fields {
+            let field = |name: &str| {
+                let position = fields.iter().position(|f| f == name)?;
+                args.get(position)
+                    .or_else(|| kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v))
+            };
+            if let (Some(Val::Dev(DevVar::Major)), Some(Val::Dev(DevVar::Minor))) =
+                (field("major"), field("minor"))
+            {
+                return Val::DevObj;
+            }
+        }
+        Val::Instance(class)
+    }
+
     /// Whether a method's first parameter is the receiver (`self` / `cls`).
     fn takes_receiver(&self, method: &FuncRef) -> bool {
         let first_param = |ir: SharedModule| {
@@ -1579,7 +1647,7 @@ impl<'a> Resolver<'a> {
             Val::Builtin(builtin) => call_builtin(builtin, args, expr),
             Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
             Val::NamedTuple => named_tuple(args, kwargs),
-            Val::Class(class) => Val::Instance(class),
+            Val::Class(class) => self.construct(class, args, kwargs),
             Val::BoundMethod(method, receiver)
                 if matches!(*receiver, Val::Instance(_)) && self.is_abstract(&method) =>
             {
