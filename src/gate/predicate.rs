@@ -127,14 +127,26 @@ impl Pred {
         Pred::Atom(Atom::Unknown(reason.into()), form)
     }
 
+    /// Conjunction, flattened; a repeated part is kept once and a part beside its negation
+    /// makes it false (choices split field by field meet the same guard twice).
     pub fn and(parts: Vec<Pred>) -> Pred {
-        let mut out = Vec::new();
+        let mut out: Vec<Pred> = Vec::new();
         for part in parts {
-            match part {
-                Pred::Const(true) => {}
+            let inner = match part {
+                Pred::Const(true) => continue,
                 Pred::Const(false) => return Pred::Const(false),
-                Pred::And(inner) => out.extend(inner),
-                other => out.push(other),
+                Pred::And(inner) => inner,
+                other => vec![other],
+            };
+            for part in inner {
+                if out.contains(&part) {
+                    continue;
+                }
+                let negated = part.clone().negate();
+                if out.contains(&negated) {
+                    return Pred::Const(false);
+                }
+                out.push(part);
             }
         }
         match out.len() {
@@ -144,14 +156,26 @@ impl Pred {
         }
     }
 
+    /// Disjunction, flattened; a repeated part is kept once and a part beside its negation
+    /// makes it true.
     pub fn or(parts: Vec<Pred>) -> Pred {
-        let mut out = Vec::new();
+        let mut out: Vec<Pred> = Vec::new();
         for part in parts {
-            match part {
-                Pred::Const(false) => {}
+            let inner = match part {
+                Pred::Const(false) => continue,
                 Pred::Const(true) => return Pred::Const(true),
-                Pred::Or(inner) => out.extend(inner),
-                other => out.push(other),
+                Pred::Or(inner) => inner,
+                other => vec![other],
+            };
+            for part in inner {
+                if out.contains(&part) {
+                    continue;
+                }
+                let negated = part.clone().negate();
+                if out.contains(&negated) {
+                    return Pred::Const(true);
+                }
+                out.push(part);
             }
         }
         match out.len() {

@@ -72,6 +72,10 @@ pub enum Val {
     Class(FuncRef),
     Instance(FuncRef),
     BoundMethod(FuncRef, Box<Val>),
+    /// A record (`@dataclass`, named tuple) built with some field from the device
+    /// (`ArchInfo(major, minor, suffix)` where `major` may be overridden on one path): its
+    /// fields as built, in declaration order; methods through the class.
+    Record(FuncRef, Vec<(String, Val)>),
     /// `super()` in a method of the class: its methods are looked up from the class's
     /// bases, bound to the receiver.
     Super(FuncRef, Box<Val>),
@@ -626,7 +630,9 @@ impl<'a> Resolver<'a> {
         if let Expr::Subscript(value, _) = expr
             && let Expr::Tuple(items) | Expr::List(items) = value.as_ref()
         {
-            return items.iter().any(|i| self.worth_resolving(i, scope));
+            return items
+                .iter()
+                .any(|i| is_literal(i) || self.worth_resolving(i, scope));
         }
         let base = base_name(expr);
         base.is_some_and(|name| {
@@ -1214,6 +1220,13 @@ impl<'a> Resolver<'a> {
             },
             Val::Cuda { .. } if attr == "split" => Val::Builtin(Builtin::CudaSplit),
             Val::Object(kind) => self.object_attr(&kind, attr, whole, depth),
+            Val::Record(class, fields) => match fields.iter().find(|(name, _)| name == attr) {
+                Some((_, value)) => value.clone(),
+                None => match self.find_method(&class, attr, depth + 1) {
+                    Some(method) => Val::BoundMethod(method, Box::new(Val::Instance(class))),
+                    None => Val::Free(whole.to_string()),
+                },
+            },
             Val::Super(class, receiver) => match self.find_base_method(&class, attr, depth + 1) {
                 Some(method) => Val::BoundMethod(method, receiver),
                 None => self.missing(
@@ -1591,6 +1604,13 @@ impl<'a> Resolver<'a> {
                 (field("major"), field("minor"))
             {
                 return Val::DevObj;
+            }
+            let built: Vec<(String, Val)> = fields
+                .iter()
+                .filter_map(|name| field(name).map(|v| (name.clone(), v.clone())))
+                .collect();
+            if built.iter().any(|(_, v)| carries_device(v)) {
+                return Val::Record(class, built);
             }
         }
         Val::Instance(class)
@@ -2422,6 +2442,7 @@ fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
 /// a choice (whose arms are guarded by one).
 fn carries_device(val: &Val) -> bool {
     is_device(val)
+        || matches!(val, Val::Record(_, fields) if fields.iter().any(|(_, v)| carries_device(v)))
         || matches!(val, Val::Pred(p) if p.is_arch_dependent())
         || matches!(val, Val::Choice(arms) if arms.iter().any(|(g, v)| g.is_arch_dependent() || carries_device(v)))
 }
@@ -2664,12 +2685,64 @@ pub fn table_lookup(table: Val, key: Val, text: &str) -> Option<Pred> {
     Some(to_pred(compare(key, CmpOp::In, Val::Seq(keys), text)))
 }
 
+/// `(c, x)` where `c` is a choice: the choice of `(arm, x)` for each arm (recursively, so
+/// every choice inside is split); any other value as it is.
+fn split_choice_in_seq(val: Val) -> Val {
+    let Val::Seq(items) = &val else {
+        return val;
+    };
+    let Some(at) = items.iter().position(|v| matches!(v, Val::Choice(_))) else {
+        return val;
+    };
+    let Val::Choice(arms) = &items[at] else {
+        unreachable!("found above")
+    };
+    // Fields set together on the same paths (`major, minor = 10, 0` under one test) are
+    // choices over the same guards: one arm per path, not every combination.
+    let guards: Vec<&Pred> = arms.iter().map(|(g, _)| g).collect();
+    let same_paths = items.iter().all(|v| match v {
+        Val::Choice(other) => {
+            other.len() == guards.len() && other.iter().zip(&guards).all(|((g, _), h)| g == *h)
+        }
+        _ => true,
+    });
+    if same_paths {
+        return choice(
+            (0..arms.len())
+                .map(|i| {
+                    let tuple = items
+                        .iter()
+                        .map(|v| match v {
+                            Val::Choice(other) => other[i].1.clone(),
+                            plain => plain.clone(),
+                        })
+                        .collect();
+                    (arms[i].0.clone(), Val::Seq(tuple))
+                })
+                .collect(),
+        );
+    }
+    choice(
+        arms.iter()
+            .map(|(guard, arm)| {
+                let mut tuple = items.clone();
+                tuple[at] = arm.clone();
+                (guard.clone(), split_choice_in_seq(Val::Seq(tuple)))
+            })
+            .collect(),
+    )
+}
+
 fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
     // Membership in a dict tests its keys.
     let right = match right {
         Val::Table(keys) if matches!(op, CmpOp::In | CmpOp::NotIn) => Val::Seq(keys),
         other => other,
     };
+    // A tuple with a guarded choice inside (`(arch.major, arch.minor)` where `major` is
+    // overridden on one path) is a choice of tuples.
+    let left = split_choice_in_seq(left);
+    let right = split_choice_in_seq(right);
     // A choice compares arm by arm.
     if let Val::Choice(arms) = left {
         return bounded_val(Pred::or(
@@ -2734,6 +2807,22 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
     }
     match (&left, &right) {
         (Val::Unknown(reason), _) | (_, Val::Unknown(reason)) => Val::Unknown(reason.clone()),
+        // Tuples of numbers compare as Python's tuples do (`(10, 0) == (9, 0)`).
+        (Val::Seq(a), Val::Seq(b))
+            if !matches!(op, CmpOp::In | CmpOp::NotIn)
+                && a.iter().chain(b).all(|v| matches!(v, Val::Int(_))) =>
+        {
+            let ints = |items: &[Val]| -> Vec<i64> {
+                items
+                    .iter()
+                    .map(|v| match v {
+                        Val::Int(n) => *n,
+                        _ => unreachable!("checked above"),
+                    })
+                    .collect()
+            };
+            Val::Bool(op.holds(&ints(a), &ints(b)))
+        }
         (Val::Int(a), Val::Int(b)) if !matches!(op, CmpOp::In | CmpOp::NotIn) => {
             Val::Bool(op.holds(a, b))
         }

@@ -20,7 +20,14 @@ def _init_arch_once():
     except Exception:
         major, minor = 0, 0
     suffix = "a" if major >= 9 else ""  # gate: major >= 9
+    if (major, minor) == (10, 7) and not _toolchain_knows_sm107():  # gate: (major, minor) == (10, 7) and not `_toolchain_knows_sm107()`
+        # The record's fields differ from the device's on one path: a choice per field.
+        major, minor = 10, 0
     _ARCH = ArchInfo(major, minor, suffix)
+
+
+def _toolchain_knows_sm107():
+    return False
 
 
 def get_arch() -> ArchInfo:
@@ -30,8 +37,8 @@ def get_arch() -> ArchInfo:
 
 def use_fast_math():
     arch = get_arch()
-    return (arch.major, arch.minor) == (9, 0)  # gate(assumes `_ARCH` is what `_init_arch_once` stores): (major, minor) == (9, 0)
+    return (arch.major, arch.minor) == (9, 0)  # gate(assumes `_ARCH` is what `_init_arch_once` stores): not ((major, minor) == (10, 7) and not `_toolchain_knows_sm107()`) and (major, minor) == (9, 0)
 
 
 def at_least_blackwell():
-    return get_arch().major * 10 + get_arch().minor >= 100  # gate(assumes `_ARCH` is what `_init_arch_once` stores): sm >= 100
+    return get_arch().major * 10 + get_arch().minor >= 100  # gate(assumes `_ARCH` is what `_init_arch_once` stores): (major, minor) == (10, 7) and not `_toolchain_knows_sm107()` or *sm >= 100*
