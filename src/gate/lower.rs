@@ -700,7 +700,13 @@ impl<'a> Lowerer<'a> {
             let is_min_cap = self.ir.functions[function]
                 .qualname
                 .ends_with("get_min_capability");
-            let kind = if is_min_cap && value.kind_name() == "integer" {
+            // `return 89`, or the same answer delegated to another class
+            // (`return Fp8Config.get_min_capability()`).
+            let delegates = value.kind_name() == "call"
+                && value
+                    .field(F::Function)
+                    .is_some_and(|f| self.text(f).ends_with(".get_min_capability"));
+            let kind = if is_min_cap && (value.kind_name() == "integer" || delegates) {
                 SiteKind::MinCapability
             } else {
                 SiteKind::Return

@@ -105,6 +105,29 @@ pub enum Atom {
     Unknown(String),
 }
 
+/// `and` / `or` drop repeats and spot contradictions among this many parts at most.
+const MAX_SIMPLIFIED_PARTS: usize = 16;
+
+/// Whether `a` is the negation of `b` as `negate` writes it (`not x` and `x`, or `major ==
+/// 10` and `major != 10`), without building either.
+fn negates(a: &Pred, b: &Pred) -> bool {
+    match (a, b) {
+        (Pred::Not(x), y) | (y, Pred::Not(x)) => x.as_ref() == y,
+        (
+            Pred::Atom(Atom::Dev { var, op, rhs }, _),
+            Pred::Atom(
+                Atom::Dev {
+                    var: var2,
+                    op: op2,
+                    rhs: rhs2,
+                },
+                _,
+            ),
+        ) => var == var2 && rhs == rhs2 && negated_op(*op) == Some(*op2),
+        _ => false,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Pred {
     Const(bool),
@@ -139,12 +162,15 @@ impl Pred {
                 other => vec![other],
             };
             for part in inner {
-                if out.contains(&part) {
-                    continue;
-                }
-                let negated = part.clone().negate();
-                if out.contains(&negated) {
-                    return Pred::Const(false);
+                // Quadratic in the parts: only where a predicate is still small enough to
+                // read (past that it is bounded elsewhere, `MAX_PRED_NODES`).
+                if out.len() <= MAX_SIMPLIFIED_PARTS {
+                    if out.contains(&part) {
+                        continue;
+                    }
+                    if out.iter().any(|other| negates(other, &part)) {
+                        return Pred::Const(false);
+                    }
                 }
                 out.push(part);
             }
@@ -168,12 +194,15 @@ impl Pred {
                 other => vec![other],
             };
             for part in inner {
-                if out.contains(&part) {
-                    continue;
-                }
-                let negated = part.clone().negate();
-                if out.contains(&negated) {
-                    return Pred::Const(true);
+                // Quadratic in the parts: only where a predicate is still small enough to
+                // read (past that it is bounded elsewhere, `MAX_PRED_NODES`).
+                if out.len() <= MAX_SIMPLIFIED_PARTS {
+                    if out.contains(&part) {
+                        continue;
+                    }
+                    if out.iter().any(|other| negates(other, &part)) {
+                        return Pred::Const(true);
+                    }
                 }
                 out.push(part);
             }

@@ -2706,6 +2706,15 @@ fn split_choice_in_seq(val: Val) -> Val {
         }
         _ => true,
     });
+    // Every combination of several choices: only while it stays within a choice's arms
+    // (past that the tuple is left whole, as it was before choices were split).
+    let combinations = items.iter().try_fold(1usize, |n, v| match v {
+        Val::Choice(arms) => n.checked_mul(arms.len()),
+        _ => Some(n),
+    });
+    if !same_paths && combinations.is_none_or(|n| n > MAX_CHOICE_ARMS) {
+        return val;
+    }
     if same_paths {
         return choice(
             (0..arms.len())

@@ -71,13 +71,24 @@ fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Opti
             decorator(resolver, &site.expr, scope),
             Form::CapabilityDecorator,
         )),
-        SiteKind::MinCapability => match site.expr {
-            Expr::Int(n) => Some((
-                sm_atom(CmpOp::Ge, Rhs::Int(n), Form::MinCapability),
-                Form::MinCapability,
-            )),
-            _ => None,
-        },
+        SiteKind::MinCapability => {
+            // A literal, or a delegation read through the other class's method.
+            let min = match &site.expr {
+                Expr::Int(n) => Val::Int(*n),
+                expr => resolver.eval(expr, scope, 0),
+            };
+            match min {
+                Val::Int(n) => Some((
+                    sm_atom(CmpOp::Ge, Rhs::Int(n), Form::MinCapability),
+                    Form::MinCapability,
+                )),
+                Val::Unknown(reason) => Some((
+                    Pred::unknown(reason, Form::MinCapability),
+                    Form::MinCapability,
+                )),
+                _ => None,
+            }
+        }
         SiteKind::Return
         | SiteKind::ModuleFlag
         | SiteKind::LocalFlag
