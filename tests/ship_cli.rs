@@ -203,7 +203,9 @@ fn max_width(text: &str) -> usize {
 fn human_report_summary_first_each_finding_once_then_next() {
     let text = human(
         SITE,
-        &["-t", "sm_120", "-t", "sm_121", "--width", "100"],
+        &[
+            "-t", "sm_120", "-t", "sm_121", "--width", "100", "--show", "findings",
+        ],
         &[],
     );
     let summary = text.find("sm_120: 1 trap").expect("summary");
@@ -227,7 +229,63 @@ fn human_report_summary_first_each_finding_once_then_next() {
         "{text}"
     );
     assert!(max_width(&text) <= 100, "{text}");
+    insta::assert_snapshot!("verdicts_findings_100", text);
+}
+
+#[test]
+fn human_report_by_default_gives_each_finding_one_line_and_fits_a_screen() {
+    let text = human(
+        SITE,
+        &["-t", "sm_120", "-t", "sm_121", "--width", "100"],
+        &[],
+    );
+    let summary = text.find("sm_120: 1 trap").expect("summary");
+    let traps = text.find("TRAPS (1)").expect("traps");
+    let next = text.find("\nnext: ").expect("next step");
+    assert!(summary < traps && traps < next, "{text}");
+    // One line for the trap that holds at both targets, no evidence chain.
+    assert_eq!(
+        text.matches("sglang/srt/layers/backends.py:23").count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("why     "), "{text}");
+    assert!(text.contains("--show findings"), "{text}");
+    assert!(text.lines().count() <= 60, "{text}");
+    assert!(max_width(&text) <= 100, "{text}");
     insta::assert_snapshot!("verdicts_default_100", text);
+    // -q: the summary alone.
+    let quiet = human(SITE, &["-q", "--width", "100"], &[]);
+    assert!(quiet.contains("sm_120: 1 trap"), "{quiet}");
+    assert!(
+        !quiet.contains("TRAPS") && !quiet.contains("next:"),
+        "{quiet}"
+    );
+}
+
+#[test]
+fn show_prints_one_gate_whole_by_its_id_prefix() {
+    let doc: serde_json::Value = serde_json::from_slice(
+        &run(["audit", SITE, "--format", "json", "--fail-on", "none"]).stdout,
+    )
+    .unwrap();
+    let gate = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["file"] == "sglang/srt/layers/backends.py" && g["line"] == 23)
+        .expect("the trap gate");
+    let id = gate["id"].as_str().unwrap();
+    let out = run(["show", &id[..8], SITE, "--width", "100"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(&format!("gate {id}")), "{text}");
+    assert!(text.contains("verdict trap:"), "{text}");
+    assert!(text.contains("needs "), "the evidence chain: {text}");
+    let missing = run(["show", "ffffffffffffffff0", SITE]);
+    assert_eq!(missing.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("--format json"), "{stderr}");
 }
 
 #[test]
@@ -276,10 +334,19 @@ fn human_report_folds_to_80_and_120_columns() {
 fn human_report_names_the_patch_and_the_apply_command() {
     let text = human("testdata/venvs/fusion", &["--width", "100"], &[]);
     assert!(
-        text.contains(
+        text.contains("communicator.py:23  fix: sglang-ar-fusion-communicator; present"),
+        "{text}"
+    );
+    let findings = human(
+        "testdata/venvs/fusion",
+        &["--width", "100", "--show", "findings"],
+        &[],
+    );
+    assert!(
+        findings.contains(
             "fix     patch sglang-ar-fusion-communicator: gatefix apply sm_120 --dry-run"
         ),
-        "{text}"
+        "{findings}"
     );
     assert!(
         text.contains("next: gatefix apply sm_120 --dry-run"),

@@ -52,16 +52,22 @@ pub struct AuditArgs {
     /// Skip (with a warning) Python files larger than this: bytes, or K, M, G.
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = crate::scan::parse_size)]
     pub max_file_size: u64,
-    /// What the human format lists: the traps, opportunities and walls (`findings`), or also
-    /// every gate (`all`). With `--format github`, `all` also annotates `unverified`.
-    #[arg(long, value_enum, default_value_t = Show::Findings)]
+    /// What the human format lists after the summary: each trap, opportunity and wall on
+    /// one line, grouped by package and kernel (`brief`), each with its evidence chain
+    /// (`findings`), or that and every gate (`all`). With `--format github`, `all` also
+    /// annotates `unverified`.
+    #[arg(long, value_enum, default_value_t = Show::Brief)]
     pub show: Show,
+    /// The summary alone (human format).
+    #[arg(short, long, conflicts_with = "show")]
+    pub quiet: bool,
     #[command(flatten)]
     pub display: DisplayArgs,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Show {
+    Brief,
     Findings,
     All,
 }
@@ -138,15 +144,63 @@ fn patch_hints(site: &Site) -> Vec<human::PatchHint> {
         .collect()
 }
 
-pub fn run(args: AuditArgs) -> Result<i32> {
-    let started = Instant::now();
-    let root = discover(args.site.path.as_deref())?;
+/// A site scanned and judged: what every human-facing command reports from.
+pub struct Analysis {
+    pub site: Site,
+    pub cuda: Option<CudaVersion>,
+    pub result: crate::scan::ScanResult,
+    pub verdicts: Option<crate::verdict::Verdicts>,
+}
+
+/// Opens the site, scans it with `options` and, unless `options.kernel_sources` is off,
+/// judges every gate at the targets; warnings go to stderr.
+pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> Result<Analysis> {
+    let root = discover(site.path.as_deref())?;
     let site = Site::open(&root)?;
     if let Some(warning) = History::interrupted_warning(&site.root) {
         eprintln!("gatefix: warning: {warning}");
     }
-    let rules = Rules::load(args.targets.rules.as_deref())?;
-    let cuda = cuda_version(&args.targets, &site)?;
+    let rules = Rules::load(targets.rules.as_deref())?;
+    let cuda = cuda_version(targets, &site)?;
+    let with_verdicts = options.kernel_sources;
+    let progress = Progress::start(&format!("scanning {}", site.root.display()));
+    // The verdicts' reading of the site's text does not wait for the gates: it runs beside
+    // the scan, whose longest files leave cores idle at its end.
+    let (result, prepared) = std::thread::scope(|scope| {
+        let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root)));
+        let result = scan_with(&site, &rules, options);
+        let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
+        (result, prepared)
+    });
+    progress.stage("linking gates to kernels");
+    let verdicts = prepared.map(|prepared| {
+        judge_prepared(
+            &site,
+            &result,
+            &rules,
+            &targets.targets,
+            cuda.as_ref(),
+            prepared,
+        )
+    });
+    progress.finish();
+    for warning in &result.warnings {
+        let location = match (warning.line, warning.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", warning.file),
+            _ => warning.file.clone(),
+        };
+        eprintln!("gatefix: warning: {location}: {}", warning.message);
+    }
+    Ok(Analysis {
+        site,
+        cuda,
+        result,
+        verdicts,
+    })
+}
+
+pub fn run(args: AuditArgs) -> Result<i32> {
+    let started = Instant::now();
     let options = if args.exhaustive {
         ScanOptions {
             prefilter: false,
@@ -172,34 +226,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         kernel_sources: !args.no_verdicts,
         ..options
     };
-    let progress = Progress::start(&format!("scanning {}", site.root.display()));
-    // The verdicts' reading of the site's text does not wait for the gates: it runs beside
-    // the scan, whose longest files leave cores idle at its end.
-    let (result, prepared) = std::thread::scope(|scope| {
-        let prepared = (!args.no_verdicts).then(|| scope.spawn(|| prepare(&site.root)));
-        let result = scan_with(&site, &rules, options);
-        let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
-        (result, prepared)
-    });
-    progress.stage("linking gates to kernels");
-    let verdicts = prepared.map(|prepared| {
-        judge_prepared(
-            &site,
-            &result,
-            &rules,
-            &args.targets.targets,
-            cuda.as_ref(),
-            prepared,
-        )
-    });
-    progress.finish();
-    for warning in &result.warnings {
-        let location = match (warning.line, warning.column) {
-            (Some(l), Some(c)) => format!("{}:{l}:{c}", warning.file),
-            _ => warning.file.clone(),
-        };
-        eprintln!("gatefix: warning: {location}: {}", warning.message);
-    }
+    let Analysis {
+        site,
+        cuda,
+        result,
+        verdicts,
+    } = analyse(&args.site, &args.targets, options)?;
     let report = AuditReport {
         site: &site,
         targets: &args.targets.targets,
@@ -214,7 +246,12 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             &human::HumanOptions {
                 color: args.display.color(),
                 width: args.display.width(),
-                show_all: args.show == Show::All,
+                layout: match (args.quiet, args.show) {
+                    (true, _) => human::Layout::Quiet,
+                    (false, Show::Brief) => human::Layout::Brief,
+                    (false, Show::Findings) => human::Layout::Findings,
+                    (false, Show::All) => human::Layout::All,
+                },
                 patches: patch_hints(&site),
             },
         ),

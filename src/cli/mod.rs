@@ -9,6 +9,7 @@ pub mod history;
 pub mod kernels;
 pub mod progress;
 pub mod rules_check;
+pub mod show;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -66,6 +67,10 @@ pub enum Command {
     /// Validate rule and patch files.
     #[command(after_help = EXIT_CODES)]
     Rules(rules_check::RulesArgs),
+    /// One gate whole, by the id `audit` prints: its code, what it admits at each target,
+    /// its verdict and the evidence chain.
+    #[command(after_help = EXIT_CODES)]
+    Show(show::ShowArgs),
     /// Where an error message comes from in the site, the gates and JIT generators that lead
     /// there, their verdicts at the target, and what to do.
     #[command(after_help = EXIT_CODES)]
@@ -85,6 +90,7 @@ fn targets(command: &Command) -> Vec<Arch> {
         Command::Kernels(args) => args.targets.clone(),
         Command::Apply(args) => vec![args.target],
         Command::Explain(args) => args.target.into_iter().collect(),
+        Command::Show(args) => args.targets.targets.clone(),
         // The others take no target.
         _ => Vec::new(),
     }
@@ -104,5 +110,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Completions(args) => completions::completions(args, Cli::command()),
         Command::Man => completions::man(Cli::command()),
         Command::Explain(args) => explain::run(args),
+        Command::Show(args) => show::run(args),
     }
 }

@@ -1,7 +1,9 @@
 //! `--format human`, what a person reads while a server is down: a verdict summary per target
-//! (with the `--cuda` hint on top when CUDA is unknown), then each trap, opportunity and wall
-//! once with one evidence chain, then what to run next. Every gate only with `--show all`.
-//! Lines fit the width: code text is elided with `…`, evidence is wrapped (JSON has it all).
+//! (with the `--cuda` hint on top when CUDA is unknown), then the findings, then what to run
+//! next. By default (`Layout::Brief`) a finding is one line, grouped by package and by the
+//! kernel it needs, so the answer fits a screen; `--show findings` gives each its evidence
+//! chain, `--show all` every gate too, `-q` the summary alone. Lines fit the width: code
+//! text is elided with `…`, evidence is wrapped (JSON has it all).
 
 use std::fmt::Write;
 
@@ -26,10 +28,31 @@ pub struct HumanOptions {
     pub color: bool,
     /// Columns a line may take (at least [`MIN_WIDTH`]).
     pub width: usize,
-    /// Every gate, not only the findings.
-    pub show_all: bool,
+    /// How much follows the summary.
+    pub layout: Layout,
     pub patches: Vec<PatchHint>,
 }
+
+/// How much of the report follows the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The summary alone (`-q`).
+    Quiet,
+    /// One line per finding, grouped (the default).
+    Brief,
+    /// Each finding with its evidence chain (`--show findings`).
+    Findings,
+    /// The findings' evidence, then every gate (`--show all`).
+    All,
+}
+
+/// Lines of findings the brief layout gives each kind (group headings included) before it
+/// says how many more there are: the summary, three kinds and the next steps fit about 60.
+const BRIEF_LINES: [(VerdictKind, usize); 3] = [
+    (VerdictKind::Trap, 18),
+    (VerdictKind::Opportunity, 14),
+    (VerdictKind::Wall, 10),
+];
 
 /// Narrower than this, nothing useful fits; a smaller `--width` is raised to it.
 pub const MIN_WIDTH: usize = 40;
@@ -89,23 +112,45 @@ pub fn render(report: &AuditReport, options: &HumanOptions) -> String {
     let palette = Palette { on: options.color };
     let mut out = String::new();
     summary(report, width, &palette, &mut out);
+    if options.layout == Layout::Quiet {
+        return out;
+    }
     let mut patches_used: Vec<(Arch, &str)> = Vec::new();
     if let Some(verdicts) = report.verdicts {
         for (kind, heading, code) in FINDINGS {
-            findings_of(
-                report,
-                verdicts,
-                kind,
-                (heading, code),
-                options,
-                width,
-                &palette,
-                &mut patches_used,
-                &mut out,
-            );
+            if options.layout == Layout::Brief {
+                let budget = BRIEF_LINES
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map_or(10, |(_, n)| *n);
+                brief_findings(
+                    report,
+                    verdicts,
+                    kind,
+                    (heading, code),
+                    budget,
+                    options,
+                    width,
+                    &palette,
+                    &mut patches_used,
+                    &mut out,
+                );
+            } else {
+                findings_of(
+                    report,
+                    verdicts,
+                    kind,
+                    (heading, code),
+                    options,
+                    width,
+                    &palette,
+                    &mut patches_used,
+                    &mut out,
+                );
+            }
         }
     }
-    if options.show_all {
+    if options.layout == Layout::All {
         every_gate(report, width, &palette, &mut out);
     }
     next_steps(report, options, &patches_used, width, &palette, &mut out);
@@ -253,21 +298,7 @@ fn findings_of<'p>(
     patches_used: &mut Vec<(Arch, &'p str)>,
     out: &mut String,
 ) {
-    let mut gates: Vec<(&Gate, Vec<(usize, &Verdict)>)> = report
-        .result
-        .gates
-        .iter()
-        .zip(verdicts)
-        .filter_map(|(gate, per_target)| {
-            let hits: Vec<(usize, &Verdict)> = per_target
-                .iter()
-                .enumerate()
-                .take(report.targets.len())
-                .filter(|(_, v)| v.kind == kind)
-                .collect();
-            (!hits.is_empty()).then_some((gate, hits))
-        })
-        .collect();
+    let mut gates = gates_with(report, verdicts, kind);
     if gates.is_empty() {
         return;
     }
@@ -334,16 +365,7 @@ fn findings_of<'p>(
             }
         }
         if kind == VerdictKind::Opportunity {
-            let matching: Vec<&PatchHint> = options
-                .patches
-                .iter()
-                .filter(|p| {
-                    p.files.contains(&gate.file)
-                        && hits
-                            .iter()
-                            .any(|(i, _)| p.targets.contains(&report.targets[*i].plain()))
-                })
-                .collect();
+            let matching = matching_patches(report, options, gate, &hits);
             if matching.is_empty() {
                 let _ = writeln!(
                     out,
@@ -355,17 +377,7 @@ fn findings_of<'p>(
                 );
             }
             for patch in matching {
-                let target = hits
-                    .iter()
-                    .map(|(i, _)| report.targets[*i].plain())
-                    .find(|t| patch.targets.contains(t))
-                    .expect("filtered on a shared target");
-                if !patches_used
-                    .iter()
-                    .any(|(t, id)| *t == target && *id == patch.id)
-                {
-                    patches_used.push((target, &patch.id));
-                }
+                let target = note_patch_used(report, patch, &hits, patches_used);
                 let line = format!(
                     "patch {}: gatefix apply {target} --dry-run --patch {}",
                     patch.id, patch.id
@@ -374,6 +386,262 @@ fn findings_of<'p>(
             }
         }
     }
+}
+
+/// The shipped patches that edit a finding's file for one of the targets it holds at.
+fn matching_patches<'p>(
+    report: &AuditReport,
+    options: &'p HumanOptions,
+    gate: &Gate,
+    hits: &[(usize, &Verdict)],
+) -> Vec<&'p PatchHint> {
+    options
+        .patches
+        .iter()
+        .filter(|p| {
+            p.files.contains(&gate.file)
+                && hits
+                    .iter()
+                    .any(|(i, _)| p.targets.contains(&report.targets[*i].plain()))
+        })
+        .collect()
+}
+
+/// Records that `patch` is offered (for the `next:` line); returns the target it opens.
+fn note_patch_used<'p>(
+    report: &AuditReport,
+    patch: &'p PatchHint,
+    hits: &[(usize, &Verdict)],
+    patches_used: &mut Vec<(Arch, &'p str)>,
+) -> Arch {
+    let target = hits
+        .iter()
+        .map(|(i, _)| report.targets[*i].plain())
+        .find(|t| patch.targets.contains(t))
+        .expect("filtered on a shared target");
+    if !patches_used
+        .iter()
+        .any(|(t, id)| *t == target && *id == patch.id)
+    {
+        patches_used.push((target, &patch.id));
+    }
+    target
+}
+
+/// The gates with a verdict of `kind` at some target, with the targets it holds at.
+fn gates_with<'r>(
+    report: &AuditReport<'r>,
+    verdicts: &'r crate::verdict::Verdicts,
+    kind: VerdictKind,
+) -> Vec<(&'r Gate, Vec<(usize, &'r Verdict)>)> {
+    report
+        .result
+        .gates
+        .iter()
+        .zip(verdicts)
+        .filter_map(|(gate, per_target)| {
+            let hits: Vec<(usize, &Verdict)> = per_target
+                .iter()
+                .enumerate()
+                .take(report.targets.len())
+                .filter(|(_, v)| v.kind == kind)
+                .collect();
+            (!hits.is_empty()).then_some((gate, hits))
+        })
+        .collect()
+}
+
+/// The kernel a finding's evidence says it needs (`JIT generator flashinfer.jit.comm:...`)
+/// and what became of it (`present at sm_120 (jit)`); without one, the first line of the
+/// evidence.
+fn kernel_and_reason(verdict: &Verdict) -> (String, String) {
+    for line in &verdict.evidence {
+        if let Some(rest) = line.strip_prefix("needs ")
+            && let Some((kernel, state)) = rest.split_once(": ")
+        {
+            return (kernel.to_string(), state.to_string());
+        }
+    }
+    let first = verdict.evidence.first().cloned().unwrap_or_default();
+    ("no kernel named in the evidence".to_string(), first)
+}
+
+/// A tool's build or example script rather than a runtime module (`aot.py`, `setup.py`,
+/// `build_*.py`, files under `examples/`, `tests/`, `benchmarks/`, `scripts/`, a `data/`
+/// copy of sources): such findings are listed after the runtime ones.
+fn is_tooling(file: &str) -> bool {
+    let parts: Vec<&str> = file.split('/').collect();
+    let (name, folders) = parts.split_last().unwrap_or((&"", &[]));
+    let stem = name.strip_suffix(".py").unwrap_or(name);
+    matches!(stem, "aot" | "setup" | "conftest")
+        || stem.starts_with("build_")
+        || stem.ends_with("_build")
+        || folders.iter().any(|f| {
+            matches!(
+                *f,
+                "examples"
+                    | "example"
+                    | "tests"
+                    | "test"
+                    | "benchmarks"
+                    | "benchmark"
+                    | "scripts"
+                    | "data"
+            )
+        })
+}
+
+/// One line per finding of `kind`, grouped by package and by the kernel it needs, runtime
+/// modules before tooling; past `budget` lines, how many more and where to see them.
+#[allow(clippy::too_many_arguments)]
+fn brief_findings<'p>(
+    report: &AuditReport,
+    verdicts: &crate::verdict::Verdicts,
+    kind: VerdictKind,
+    (heading, code): (&str, &str),
+    budget: usize,
+    options: &'p HumanOptions,
+    width: usize,
+    palette: &Palette,
+    patches_used: &mut Vec<(Arch, &'p str)>,
+    out: &mut String,
+) {
+    let gates = gates_with(report, verdicts, kind);
+    if gates.is_empty() {
+        return;
+    }
+    let title = format!("{heading} ({}): {}", gates.len(), kind.short());
+    let _ = writeln!(out, "\n{}", palette.paint(code, &elide(&title, width)));
+    // (tooling, package, kernel) → the findings under it.
+    type Group<'g> = ((bool, String, String), Vec<String>);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut rows: Vec<(&Gate, Vec<(usize, &Verdict)>)> = gates;
+    rows.sort_by(|(a, _), (b, _)| {
+        (is_tooling(&a.file), dist_label(a), &a.file, a.line).cmp(&(
+            is_tooling(&b.file),
+            dist_label(b),
+            &b.file,
+            b.line,
+        ))
+    });
+    for (gate, hits) in &rows {
+        let (kernel, reason) = kernel_and_reason(hits[0].1);
+        // The fix and the targets before the reason: an elided line keeps them.
+        let mut line = format!("{}:{}  ", gate.file, gate.line);
+        if kind == VerdictKind::Opportunity {
+            let fixes: Vec<&str> = matching_patches(report, options, gate, hits)
+                .into_iter()
+                .map(|patch| {
+                    note_patch_used(report, patch, hits, patches_used);
+                    patch.id.as_str()
+                })
+                .collect();
+            if !fixes.is_empty() {
+                line.push_str(&format!("fix: {}; ", fixes.join(", ")));
+            }
+        }
+        if report.targets.len() > 1 && hits.len() < report.targets.len() {
+            let at: Vec<String> = hits
+                .iter()
+                .map(|(i, _)| report.targets[*i].to_string())
+                .collect();
+            line.push_str(&format!("at {}: ", at.join(", ")));
+        }
+        line.push_str(&reason);
+        let key = (is_tooling(&gate.file), dist_label(gate), kernel);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, lines)) => lines.push(line),
+            None => groups.push((key, vec![line])),
+        }
+    }
+    let mut used = 0;
+    let mut shown = 0;
+    let total = rows.len();
+    for ((tooling, dist, kernel), lines) in &groups {
+        if used + 2 > budget {
+            break;
+        }
+        let tag = if *tooling {
+            "  (build or example script)"
+        } else {
+            ""
+        };
+        let head = if kernel.starts_with("no kernel named") {
+            format!("{dist}  ({kernel}){tag}")
+        } else {
+            format!("{dist}  needs {kernel}{tag}")
+        };
+        let _ = writeln!(out, "  {}", palette.paint("36", &elide(&head, width - 2)));
+        used += 1;
+        for line in lines {
+            if used >= budget {
+                break;
+            }
+            let _ = writeln!(out, "    {}", elide(line, width - 4));
+            used += 1;
+            shown += 1;
+        }
+    }
+    if shown < total {
+        let more = format!(
+            "… and {} more: --show findings (or --format json)",
+            total - shown
+        );
+        let _ = writeln!(out, "    {}", elide(&more, width - 4));
+    }
+}
+
+/// `gatefix show GATE-ID`: the gates named, whole: where, the code, what it admits at each
+/// target and why, and the verdict with its evidence chain.
+pub fn render_gates(report: &AuditReport, indices: &[usize], options: &HumanOptions) -> String {
+    let width = options.width.max(MIN_WIDTH);
+    let palette = Palette { on: options.color };
+    let mut out = String::new();
+    for (n, &index) in indices.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let gate = &report.result.gates[index];
+        let location = match &gate.function {
+            Some(f) => format!("{}:{}:{} in {f}", gate.file, gate.line, gate.column),
+            None => format!("{}:{}:{}", gate.file, gate.line, gate.column),
+        };
+        let head = format!("gate {}  {}  {location}", gate.id, dist_label(gate));
+        let _ = writeln!(out, "{}", palette.paint("1", &elide(&head, width)));
+        let form = format!("form    {}", gate.form.name());
+        let _ = writeln!(out, "  {}", elide(&form, width - 2));
+        let text = collapse_whitespace(&gate.text);
+        wrap_into(&mut out, "  ", "          ", "gate    ", &text, width);
+        wrap_into(
+            &mut out,
+            "  ",
+            "          ",
+            "means   ",
+            &gate.predicate.to_string(),
+            width,
+        );
+        if let Some(assumes) = &gate.assumes {
+            wrap_into(&mut out, "  ", "          ", "assumes ", assumes, width);
+        }
+        for (i, target) in report.targets.iter().enumerate() {
+            let admits = match evaluate_at(report, gate, i) {
+                Admits::Yes => "yes".to_string(),
+                Admits::No => "no".to_string(),
+                Admits::Unknown(why) => format!("unknown ({})", why.join("; ")),
+            };
+            let line = format!("{target}: admits {admits}");
+            wrap_into(&mut out, "  ", "          ", "", &line, width);
+            let Some(verdict) = report.verdicts.and_then(|v| v[index].get(i)) else {
+                continue;
+            };
+            let line = format!("verdict {}: {}", verdict.kind.name(), verdict.kind.short());
+            wrap_into(&mut out, "    ", "          ", "", &line, width);
+            for line in &verdict.evidence {
+                wrap_into(&mut out, "    ", "          ", "  ", line, width);
+            }
+        }
+    }
+    out
 }
 
 /// What to run next, from what was found.
@@ -440,7 +708,17 @@ fn next_steps(
         };
         wrap_into(out, "", "      ", &lead, line, width);
     }
-    if !options.show_all {
+    if options.layout == Layout::Brief {
+        wrap_into(
+            out,
+            "",
+            "      ",
+            "      ",
+            "the evidence of each finding: --show findings (one gate: gatefix show GATE-ID)",
+            width,
+        );
+    }
+    if options.layout != Layout::All {
         let unverified = verdicts
             .iter()
             .filter(|v| v.iter().any(|v| v.kind == VerdictKind::Unverified))
@@ -594,6 +872,106 @@ fn wrap_into(out: &mut String, indent: &str, hang: &str, label: &str, text: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::sarif::fixture::{Fixture, SM100, SM120, gate};
+    use crate::verdict::VerdictKind::{Open, Opportunity, Trap, Wall};
+
+    fn brief(fixture: &Fixture, layout: Layout) -> String {
+        render(
+            &fixture.report(),
+            &HumanOptions {
+                color: false,
+                width: 100,
+                layout,
+                patches: Vec::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn the_brief_layout_gives_a_finding_one_line_grouped_by_package_and_kernel() {
+        let mut f = Fixture::new(&[SM120, SM100]);
+        for line in [10, 20] {
+            f.add(
+                gate("sglang", "sglang/srt/a.py", line, "is_sm100()"),
+                &[Trap, Open],
+            );
+        }
+        f.add(
+            gate("flashinfer-python", "flashinfer/aot.py", 5, "has_sm100"),
+            &[Trap, Open],
+        );
+        f.add(
+            gate("flashinfer-python", "flashinfer/b.py", 7, "is_sm100()"),
+            &[Wall, Wall],
+        );
+        f.verdicts[0][0].evidence = vec![
+            "admits sm_120: yes (sm >= 100)".into(),
+            "needs JIT generator flashinfer.jit.x:gen: MISSING at sm_120".into(),
+        ];
+        let text = brief(&f, Layout::Brief);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("`{needle}` in\n{text}"))
+        };
+        // The runtime module before the build script, each finding on one line.
+        assert!(at("sglang/srt/a.py:10  at sm_120: MISSING at sm_120") < at("flashinfer/aot.py:5"));
+        assert!(
+            text.contains("sglang 0.5.0  (no kernel named in the evidence)"),
+            "{text}"
+        );
+        assert!(at("needs JIT generator flashinfer.jit.x:gen") < at("sglang/srt/a.py:10"));
+        assert!(text.contains("(build or example script)"), "{text}");
+        // Both targets are findings only at sm_120: the line says so.
+        assert!(
+            text.contains("sglang/srt/a.py:20  at sm_120: trap evidence"),
+            "{text}"
+        );
+        // No evidence chain past the first line, and the way to it.
+        assert!(!text.contains("second"), "{text}");
+        assert!(text.contains("--show findings"), "{text}");
+        assert!(!brief(&f, Layout::Findings).contains("(build or example script)"));
+        assert!(brief(&f, Layout::Findings).contains("second"));
+    }
+
+    #[test]
+    fn the_brief_layout_stops_at_its_budget_and_says_how_many_more() {
+        let mut f = Fixture::new(&[SM120]);
+        for line in 1..=40 {
+            let file = format!("sglang/srt/m{line}.py");
+            f.add(gate("sglang", &file, line, "is_sm100()"), &[Opportunity]);
+        }
+        let text = brief(&f, Layout::Brief);
+        assert!(text.contains("… and 27 more: --show findings"), "{text}");
+        assert!(text.lines().count() < 30, "{text}");
+        // Quiet: the summary alone.
+        let quiet = brief(&f, Layout::Quiet);
+        assert!(quiet.contains("40 opportunities"), "{quiet}");
+        assert!(!quiet.contains("OPPORTUNITIES"), "{quiet}");
+        assert!(!quiet.contains("next:"), "{quiet}");
+    }
+
+    #[test]
+    fn build_and_example_scripts_are_told_apart_from_runtime_modules() {
+        for file in [
+            "flashinfer/aot.py",
+            "pkg/setup.py",
+            "pkg/build_ext.py",
+            "pkg/examples/run.py",
+            "flashinfer/data/cutlass/x.py",
+        ] {
+            assert!(is_tooling(file), "{file}");
+        }
+        for file in [
+            "sglang/srt/layers/communicator.py",
+            "pkg/testing_utils.py",
+            "pkg/database.py",
+        ] {
+            assert!(!is_tooling(file), "{file}");
+        }
+    }
 
     #[test]
     fn colour_follows_the_conventions() {
