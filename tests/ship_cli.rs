@@ -828,3 +828,52 @@ fn explain_three_more_messages_on_real_sites() {
         "{text}"
     );
 }
+
+/// The default report of a real site at `width`, the temporary site path replaced.
+fn real_brief(site: &Path, width: &str) -> String {
+    let out = run_env(
+        [
+            "audit",
+            site.to_str().unwrap(),
+            "--cuda",
+            "12.8",
+            "--fail-on",
+            "none",
+            "--width",
+            width,
+        ],
+        &[("NO_COLOR", "1")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out).replace(site.to_str().unwrap(), "<site>")
+}
+
+#[test]
+#[ignore = "real wheels: run by .ci/run"]
+fn the_default_report_of_real_sites_fits_a_screen() {
+    let story = common::fixture::wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
+    let current = common::fixture::wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    for (name, site) in [("sglang055", &story), ("sglang0523", &current)] {
+        for width in ["80", "120"] {
+            let text = real_brief(site.path(), width);
+            let lines = text.lines().count();
+            assert!(lines <= 65, "{name} at {width}: {lines} lines\n{text}");
+            let columns: usize = width.parse().unwrap();
+            assert!(max_width(&text) <= columns, "{name} at {width}\n{text}");
+            assert!(
+                text.contains("TRAPS (") && text.contains("\nnext: "),
+                "{text}"
+            );
+            if name == "sglang055" {
+                // The story's gate (the allreduce fusion of sglang 0.5.5's communicator, a
+                // wall over flashinfer 0.5.0) is on the first screen.
+                let at = text
+                    .lines()
+                    .position(|l| l.contains("sglang/srt/layers/communicator.py:567"))
+                    .unwrap_or_else(|| panic!("the story's gate at {width}:\n{text}"));
+                assert!(at < 50, "line {at}:\n{text}");
+            }
+            insta::assert_snapshot!(format!("real_default_{name}_{width}"), text);
+        }
+    }
+}

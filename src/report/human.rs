@@ -49,10 +49,13 @@ pub enum Layout {
 /// Lines of findings the brief layout gives each kind (group headings included) before it
 /// says how many more there are: the summary, three kinds and the next steps fit about 60.
 const BRIEF_LINES: [(VerdictKind, usize); 3] = [
-    (VerdictKind::Trap, 18),
-    (VerdictKind::Opportunity, 14),
-    (VerdictKind::Wall, 10),
+    (VerdictKind::Trap, 16),
+    (VerdictKind::Opportunity, 13),
+    (VerdictKind::Wall, 9),
 ];
+
+/// Findings of one package and kernel the brief layout lists before `+N more here`.
+const MAX_BRIEF_PER_GROUP: usize = 3;
 
 /// Narrower than this, nothing useful fits; a smaller `--width` is raised to it.
 pub const MIN_WIDTH: usize = 40;
@@ -452,18 +455,38 @@ fn gates_with<'r>(
 }
 
 /// The kernel a finding's evidence says it needs (`JIT generator flashinfer.jit.comm:...`)
-/// and what became of it (`present at sm_120 (jit)`); without one, the first line of the
-/// evidence.
-fn kernel_and_reason(verdict: &Verdict) -> (String, String) {
-    for line in &verdict.evidence {
-        if let Some(rest) = line.strip_prefix("needs ")
-            && let Some((kernel, state)) = rest.split_once(": ")
-        {
-            return (kernel.to_string(), state.to_string());
+/// and what became of it (`MISSING at sm_120`). A chain that follows several paths names a
+/// kernel per path: a trap or wall is told by the first one missing at the target (or by a
+/// layer underneath that fails, `L4 host checks no: ...`), an opportunity by the first one
+/// present. Without a kernel named, the first line of the evidence.
+fn kernel_and_reason(verdict: &Verdict, kind: VerdictKind) -> (String, String) {
+    let needs: Vec<(&str, &str)> = verdict
+        .evidence
+        .iter()
+        .filter_map(|line| line.strip_prefix("needs ")?.split_once(": "))
+        .collect();
+    let blocked = |state: &str| !state.starts_with("present");
+    let wanted = needs.iter().find(|(_, state)| match kind {
+        VerdictKind::Opportunity | VerdictKind::Open => !blocked(state),
+        _ => blocked(state),
+    });
+    if let Some((kernel, state)) = wanted {
+        return (kernel.to_string(), state.to_string());
+    }
+    let failing_layer = verdict.evidence.iter().find(|line| {
+        line.starts_with('L')
+            && line
+                .split_once(':')
+                .is_some_and(|(head, _)| head.ends_with(" no"))
+    });
+    match (needs.first(), failing_layer) {
+        (Some((kernel, _)), Some(layer)) => (kernel.to_string(), layer.clone()),
+        (Some((kernel, state)), None) => (kernel.to_string(), state.to_string()),
+        (None, _) => {
+            let first = verdict.evidence.first().cloned().unwrap_or_default();
+            ("no kernel named in the evidence".to_string(), first)
         }
     }
-    let first = verdict.evidence.first().cloned().unwrap_or_default();
-    ("no kernel named in the evidence".to_string(), first)
 }
 
 /// A tool's build or example script rather than a runtime module (`aot.py`, `setup.py`,
@@ -525,7 +548,7 @@ fn brief_findings<'p>(
         ))
     });
     for (gate, hits) in &rows {
-        let (kernel, reason) = kernel_and_reason(hits[0].1);
+        let (kernel, reason) = kernel_and_reason(hits[0].1, kind);
         // The fix and the targets before the reason: an elided line keeps them.
         let mut line = format!("{}:{}  ", gate.file, gate.line);
         if kind == VerdictKind::Opportunity {
@@ -554,27 +577,50 @@ fn brief_findings<'p>(
             None => groups.push((key, vec![line])),
         }
     }
+    // Every package gets a turn before any gets a second group (a site's largest package
+    // would otherwise fill the screen), runtime modules before tooling.
+    let mut order: Vec<(bool, usize, String, usize)> = groups
+        .iter()
+        .enumerate()
+        .map(|(index, ((tooling, dist, _), _))| {
+            let nth = groups[..index]
+                .iter()
+                .filter(|((t, d, _), _)| t == tooling && d == dist)
+                .count();
+            (*tooling, nth, dist.clone(), index)
+        })
+        .collect();
+    order.sort();
     let mut used = 0;
     let mut shown = 0;
     let total = rows.len();
-    for ((tooling, dist, kernel), lines) in &groups {
+    for (_, _, _, index) in order {
+        let ((tooling, dist, kernel), lines) = &groups[index];
         if used + 2 > budget {
             break;
         }
+        // The tag before the kernel's name, which elision may cut.
         let tag = if *tooling {
-            "  (build or example script)"
+            " (build or example script)"
         } else {
             ""
         };
         let head = if kernel.starts_with("no kernel named") {
-            format!("{dist}  ({kernel}){tag}")
+            format!("{dist}{tag}  ({kernel})")
         } else {
-            format!("{dist}  needs {kernel}{tag}")
+            format!("{dist}{tag}  needs {kernel}")
         };
         let _ = writeln!(out, "  {}", palette.paint("36", &elide(&head, width - 2)));
         used += 1;
-        for line in lines {
+        for (n, line) in lines.iter().enumerate() {
             if used >= budget {
+                break;
+            }
+            // A few per group: the rest of a group is one line.
+            if n == MAX_BRIEF_PER_GROUP && lines.len() > MAX_BRIEF_PER_GROUP + 1 {
+                let rest = format!("+{} more here", lines.len() - n);
+                let _ = writeln!(out, "    {}", elide(&rest, width - 4));
+                used += 1;
                 break;
             }
             let _ = writeln!(out, "    {}", elide(line, width - 4));
@@ -944,13 +990,48 @@ mod tests {
             f.add(gate("sglang", &file, line, "is_sm100()"), &[Opportunity]);
         }
         let text = brief(&f, Layout::Brief);
-        assert!(text.contains("… and 27 more: --show findings"), "{text}");
+        // One group: three findings, the rest of the group on one line, then the count.
+        assert!(text.contains("+37 more here"), "{text}");
+        assert!(text.contains("… and 37 more: --show findings"), "{text}");
         assert!(text.lines().count() < 30, "{text}");
         // Quiet: the summary alone.
         let quiet = brief(&f, Layout::Quiet);
         assert!(quiet.contains("40 opportunities"), "{quiet}");
         assert!(!quiet.contains("OPPORTUNITIES"), "{quiet}");
         assert!(!quiet.contains("next:"), "{quiet}");
+    }
+
+    #[test]
+    fn a_finding_is_told_by_the_kernel_that_decides_it() {
+        let verdict = |lines: &[&str]| Verdict {
+            kind: Trap,
+            evidence: lines.iter().map(|l| l.to_string()).collect(),
+        };
+        let two_paths = verdict(&[
+            "admits sm_120: yes (major >= 9)",
+            "needs JIT generator a:gen_a: present at sm_120 (jit)",
+            "needs JIT generator b:gen_b: MISSING at sm_120",
+        ]);
+        assert_eq!(
+            kernel_and_reason(&two_paths, Trap),
+            ("JIT generator b:gen_b".into(), "MISSING at sm_120".into())
+        );
+        assert_eq!(
+            kernel_and_reason(&two_paths, Opportunity),
+            (
+                "JIT generator a:gen_a".into(),
+                "present at sm_120 (jit)".into()
+            )
+        );
+        let layer = verdict(&[
+            "needs JIT generator c:gen_c: present at sm_120 (jit)",
+            "L3 device guards yes: 1 kernels",
+            "L4 host checks no: 3 host checks on the SM fail at sm_120",
+        ]);
+        assert_eq!(
+            kernel_and_reason(&layer, Wall).1,
+            "L4 host checks no: 3 host checks on the SM fail at sm_120"
+        );
     }
 
     #[test]
