@@ -67,6 +67,33 @@ fn allow_unknown_arch_takes_new_hardware() {
 }
 
 #[test]
+fn a_folder_without_python_files_is_an_input_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = run(["audit", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no Python file under") && err.contains("site-packages"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn allow_unknown_arch_is_offered_only_where_a_target_is_taken() {
+    for command in ["audit", "kernels", "apply", "explain", "show"] {
+        let help = stdout(&run([command, "--help"]));
+        assert!(help.contains("--allow-unknown-arch"), "{command}: {help}");
+    }
+    for command in ["log", "status", "revert", "completions", "rules"] {
+        let help = stdout(&run([command, "--help"]));
+        assert!(!help.contains("--allow-unknown-arch"), "{command}: {help}");
+    }
+    let out = run(["log", "--allow-unknown-arch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
 fn an_empty_or_missing_rules_or_patches_folder_is_an_error() {
     let empty = tempfile::tempdir().unwrap();
     let empty = empty.path().to_str().unwrap().to_string();

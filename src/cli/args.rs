@@ -62,9 +62,21 @@ pub struct SiteArgs {
     pub path: Option<PathBuf>,
 }
 
+/// The known-architecture check, on the commands that take a target (not a global flag:
+/// `log` or `man` have nothing to check).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ArchCheckArgs {
+    /// Accept a target outside the list of known architectures (for hardware newer than
+    /// this gatefix).
+    #[arg(long)]
+    pub allow_unknown_arch: bool,
+}
+
 /// Targets and the facts that evaluation needs.
 #[derive(Args, Debug, Clone)]
 pub struct TargetArgs {
+    #[command(flatten)]
+    pub arch_check: ArchCheckArgs,
     /// GPU architecture to evaluate at (repeatable): sm_120, sm120, 12.0, 120, sm_120a ...
     #[arg(long = "target", short = 't', value_name = "ARCH", default_values_t = vec![Arch::new(12, 0)])]
     pub targets: Vec<Arch>,

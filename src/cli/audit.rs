@@ -172,6 +172,14 @@ pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> R
         let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
         (result, prepared)
     });
+    if result.stats.python_files == 0 {
+        progress.finish();
+        return Err(Error::input(format!(
+            "no Python file under {}: name a site-packages folder, a venv root or a folder of \
+             Python files (`gatefix audit --help` says where it looks by default)",
+            site.root.display()
+        )));
+    }
     progress.stage("linking gates to kernels");
     let verdicts = prepared.map(|prepared| {
         judge_prepared(

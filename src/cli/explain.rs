@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::Format;
+use super::args::{ArchCheckArgs, Format};
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::explain::{self, Match};
@@ -42,6 +42,8 @@ pub struct ExplainArgs {
     /// The GPU the message came from; default: the first GPU nvidia-smi reports.
     #[arg(long = "target", short = 't', value_name = "ARCH")]
     pub target: Option<Arch>,
+    #[command(flatten)]
+    pub arch_check: ArchCheckArgs,
     /// CUDA version for `cuda >= X` atoms; default: from the site's torch/version.py.
     #[arg(long, value_name = "X.Y")]
     pub cuda: Option<String>,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::args::{Format, SiteArgs};
+use super::args::{ArchCheckArgs, Format, SiteArgs};
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::kernel::inventory_file;
@@ -23,6 +23,8 @@ pub struct KernelsArgs {
     /// GPU architecture to check loadability at (repeatable).
     #[arg(long = "target", short = 't', value_name = "ARCH", default_values_t = vec![Arch::new(12, 0)])]
     pub targets: Vec<Arch>,
+    #[command(flatten)]
+    pub arch_check: ArchCheckArgs,
     /// Read rules from this folder's *.toml instead of the embedded ones.
     #[arg(long, value_name = "DIR")]
     pub rules: Option<std::path::PathBuf>,

@@ -38,10 +38,6 @@ const EXIT_CODES: &str = "Exit codes: 0 success, 1 policy findings, 2 usage or i
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Accept a target outside the list of known architectures (for hardware newer than
-    /// this gatefix).
-    #[arg(long, global = true)]
-    pub allow_unknown_arch: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,21 +79,32 @@ pub enum Command {
     Man,
 }
 
-/// The targets a command was given, for the known-architecture check.
-fn targets(command: &Command) -> Vec<Arch> {
+/// The targets a command was given, and whether it accepts unknown ones, for the
+/// known-architecture check.
+fn targets(command: &Command) -> (Vec<Arch>, bool) {
     match command {
-        Command::Audit(args) => args.targets.targets.clone(),
-        Command::Kernels(args) => args.targets.clone(),
-        Command::Apply(args) => vec![args.target],
-        Command::Explain(args) => args.target.into_iter().collect(),
-        Command::Show(args) => args.targets.targets.clone(),
+        Command::Audit(args) => (
+            args.targets.targets.clone(),
+            args.targets.arch_check.allow_unknown_arch,
+        ),
+        Command::Kernels(args) => (args.targets.clone(), args.arch_check.allow_unknown_arch),
+        Command::Apply(args) => (vec![args.target], args.arch_check.allow_unknown_arch),
+        Command::Explain(args) => (
+            args.target.into_iter().collect(),
+            args.arch_check.allow_unknown_arch,
+        ),
+        Command::Show(args) => (
+            args.targets.targets.clone(),
+            args.targets.arch_check.allow_unknown_arch,
+        ),
         // The others take no target.
-        _ => Vec::new(),
+        _ => (Vec::new(), false),
     }
 }
 
 pub fn run(cli: Cli) -> Result<i32> {
-    crate::arch::check_known(&targets(&cli.command), cli.allow_unknown_arch)
+    let (targets, allow_unknown) = targets(&cli.command);
+    crate::arch::check_known(&targets, allow_unknown)
         .map_err(|e| crate::error::Error::input(e.to_string()))?;
     match cli.command {
         Command::Audit(args) => audit::run(args),

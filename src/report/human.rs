@@ -754,7 +754,9 @@ fn next_steps(
         };
         wrap_into(out, "", "      ", &lead, line, width);
     }
-    if options.layout == Layout::Brief {
+    let any_finding =
+        any(VerdictKind::Trap) || any(VerdictKind::Opportunity) || any(VerdictKind::Wall);
+    if options.layout == Layout::Brief && any_finding {
         wrap_into(
             out,
             "",

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::arch::Arch;
-use crate::cli::args::WriteSiteArgs;
+use crate::cli::args::{ArchCheckArgs, WriteSiteArgs};
 
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
     /// The GPU to open gates for: sm_120, sm120, 12.0, 120 ...
     pub target: Arch,
+    #[command(flatten)]
+    pub arch_check: ArchCheckArgs,
     #[command(flatten)]
     pub site: WriteSiteArgs,
     /// Show the diffs and the kernel evidence; write nothing.
