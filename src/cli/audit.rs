@@ -247,6 +247,14 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         result: &result,
         verdicts: verdicts.as_ref(),
     };
+    // The findings the baseline accepts, for the human report to list the new ones first.
+    let accepted = baseline.as_ref().map(|baseline| {
+        findings(&report, Some(baseline))
+            .into_iter()
+            .filter(|f| f.accepted)
+            .map(|f| (f.gate_index, f.target_index))
+            .collect()
+    });
     let text = match args.format {
         AuditFormat::Json => json::render(&report),
         AuditFormat::Human => human::render(
@@ -260,6 +268,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
                     (false, Show::Findings) => human::Layout::Findings,
                     (false, Show::All) => human::Layout::All,
                 },
+                accepted,
                 patches: patch_hints(&site),
             },
         ),

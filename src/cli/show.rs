@@ -93,6 +93,7 @@ pub fn run(args: ShowArgs) -> Result<i32> {
             color: args.display.color(),
             width: args.display.width(),
             layout: human::Layout::Findings,
+            accepted: None,
             patches: Vec::new(),
         },
     );

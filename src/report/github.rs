@@ -29,6 +29,9 @@ const SUMMARY_LIMIT_BYTES: usize = 1000 * 1000;
 
 /// How much of a gate's text a summary row shows.
 const SUMMARY_TEXT_CHARS: usize = 200;
+/// A row's evidence past this many characters is cut with `…` (the annotations and the
+/// SARIF file carry it whole): about 600 rows fit the summary.
+const SUMMARY_EVIDENCE_CHARS: usize = 1_500;
 
 /// The workflow command of a verdict kind; `open` is not annotated.
 pub fn command(kind: VerdictKind) -> Option<&'static str> {
@@ -261,27 +264,65 @@ pub fn step_summary(report: &AuditReport) -> String {
         "| verdict | target | dist version | file:line | gate | evidence |\n\
          | --- | --- | --- | --- | --- | --- |"
     );
-    for (row, (gate, target_index, verdict)) in findings.iter().enumerate() {
-        let line = format!(
+    // Traps first, then opportunities, walls and the rest: what breaks a run is never
+    // below what merely could be better, and never cut.
+    let mut findings = findings;
+    findings.sort_by_key(|(_, _, verdict)| summary_rank(verdict.kind));
+    let row = |gate: &Gate, target_index: usize, verdict: &Verdict, evidence_chars: usize| {
+        format!(
             "| {} | {} | {} | {} | {} | {} |\n",
             verdict.kind.name(),
-            report.targets[*target_index],
+            report.targets[target_index],
             md_text(&sarif::dist_label(gate)),
             md_code(&format!("{}:{}", gate.file, gate.line)),
             md_code(&shorten(&gate.text, SUMMARY_TEXT_CHARS)),
-            md_text(&verdict.evidence.join("; ")),
-        );
+            md_text(&shorten(&verdict.evidence.join("; "), evidence_chars)),
+        )
+    };
+    for (index, (gate, target_index, verdict)) in findings.iter().enumerate() {
+        let mut line = row(gate, *target_index, verdict, SUMMARY_EVIDENCE_CHARS);
         if out.len() + line.len() > SUMMARY_LIMIT_BYTES {
-            let _ = writeln!(
-                out,
-                "\n{} more finding(s) not shown: GitHub limits a step summary to 1 MiB.",
-                findings.len() - row
-            );
-            return out;
+            if verdict.kind == VerdictKind::Trap {
+                // A trap is listed whatever the room: its evidence shrinks to its start.
+                line = row(gate, *target_index, verdict, SUMMARY_TEXT_CHARS);
+            } else {
+                let rest = &findings[index..];
+                let count =
+                    |kind: VerdictKind| rest.iter().filter(|(_, _, v)| v.kind == kind).count();
+                let kinds: Vec<String> = [
+                    VerdictKind::Opportunity,
+                    VerdictKind::Wall,
+                    VerdictKind::Unverified,
+                ]
+                .into_iter()
+                .filter(|kind| count(*kind) > 0)
+                .map(|kind| format!("{} {}", count(kind), kind.name()))
+                .collect();
+                let _ = writeln!(
+                    out,
+                    "\n{} more finding(s) not shown ({}): GitHub limits a step summary to 1 MiB. \
+                     The SARIF file (`gatefix audit --format sarif`, uploaded by the action) and \
+                     `--format json` list every one.",
+                    rest.len(),
+                    kinds.join(", ")
+                );
+                return out;
+            }
         }
         out.push_str(&line);
     }
     out
+}
+
+/// Where a verdict's rows stand in the step summary.
+fn summary_rank(kind: VerdictKind) -> usize {
+    match kind {
+        VerdictKind::Trap => 0,
+        VerdictKind::Opportunity => 1,
+        VerdictKind::Wall => 2,
+        VerdictKind::Unverified => 3,
+        VerdictKind::Open => 4,
+    }
 }
 
 /// Appends the step summary to the file `$GITHUB_STEP_SUMMARY` names; does nothing when the
@@ -573,10 +614,47 @@ mod tests {
             "{}",
             summary.len()
         );
-        assert!(
-            summary.contains("\n5 more finding(s) not shown"),
-            "rows: 3 fit"
+        // Every trap is listed, its evidence cut.
+        assert_eq!(
+            summary.matches("\n| trap |").count(),
+            8,
+            "{}",
+            &summary[..2000]
         );
+        assert!(!summary.contains("not shown"));
+    }
+
+    #[test]
+    fn step_summary_lists_traps_first_and_cuts_only_after_them() {
+        let mut f = Fixture::new(&[SM120]);
+        // 2,000 unverified gates first in report order, with long evidence, then 3 traps
+        // and an opportunity: the traps lead and the cut falls among the unverified.
+        for i in 0..2000 {
+            f.add(
+                gate("sglang", &format!("sglang/u{i}.py"), 1, "x"),
+                &[Unverified],
+            );
+            f.verdicts[i][0].evidence = vec!["u".repeat(2_000)];
+        }
+        for i in 0..3 {
+            f.add(gate("sglang", &format!("sglang/t{i}.py"), 1, "x"), &[Trap]);
+        }
+        f.add(gate("sglang", "sglang/o.py", 1, "x"), &[Opportunity]);
+        let summary = step_summary(&f.report());
+        assert!(
+            summary.len() <= SUMMARY_LIMIT_BYTES + 400,
+            "{}",
+            summary.len()
+        );
+        // Rows start a line; the counts table's header names the kinds too.
+        let first_trap = summary.find("\n| trap |").expect("traps listed");
+        let opportunity = summary.find("\n| opportunity |").expect("the opportunity");
+        let first_unverified = summary.find("\n| unverified |").expect("some unverified");
+        assert!(first_trap < opportunity && opportunity < first_unverified);
+        assert_eq!(summary.matches("\n| trap |").count(), 3);
+        let tail = summary.lines().last().unwrap();
+        assert!(tail.contains("unverified): GitHub limits"), "{tail}");
+        assert!(tail.contains("--format sarif"), "{tail}");
     }
 
     #[test]

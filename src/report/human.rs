@@ -30,6 +30,10 @@ pub struct HumanOptions {
     pub width: usize,
     /// How much follows the summary.
     pub layout: Layout,
+    /// With `--baseline`: the findings it accepts, as (gate index, target index). A finding
+    /// accepted at every target it holds at is old: listed after the new ones, or (brief)
+    /// only counted.
+    pub accepted: Option<std::collections::HashSet<(usize, usize)>>,
     pub patches: Vec<PatchHint>,
 }
 
@@ -301,16 +305,27 @@ fn findings_of<'p>(
     patches_used: &mut Vec<(Arch, &'p str)>,
     out: &mut String,
 ) {
-    let mut gates = gates_with(report, verdicts, kind);
+    let mut gates = gates_with(report, verdicts, kind, options.accepted.as_ref());
     if gates.is_empty() {
         return;
     }
-    gates.sort_by(|(a, _), (b, _)| {
-        (dist_label(a), &a.file, a.line, a.column).cmp(&(dist_label(b), &b.file, b.line, b.column))
+    // New findings first; with a baseline, the ones it accepts after them, marked.
+    gates.sort_by(|(a, _, a_old), (b, _, b_old)| {
+        (a_old, dist_label(a), &a.file, a.line, a.column).cmp(&(
+            b_old,
+            dist_label(b),
+            &b.file,
+            b.line,
+            b.column,
+        ))
     });
-    let title = format!("{heading} ({}): {}", gates.len(), kind.short());
+    let title = format!(
+        "{heading} ({}): {}",
+        count_label(&gates, options),
+        kind.short()
+    );
     let _ = writeln!(out, "\n{}", palette.paint(code, &elide(&title, width)));
-    for (gate, hits) in gates {
+    for (gate, hits, old) in gates {
         let targets: Vec<String> = hits
             .iter()
             .map(|(i, _)| report.targets[*i].to_string())
@@ -319,7 +334,8 @@ fn findings_of<'p>(
             Some(f) => format!("{}:{} in {f}", gate.file, gate.line),
             None => format!("{}:{}", gate.file, gate.line),
         };
-        let head = format!("{}  {location}", dist_label(gate));
+        let mark = if old { "(in the baseline)  " } else { "" };
+        let head = format!("{mark}{}  {location}", dist_label(gate));
         let _ = writeln!(out, "  {}", palette.paint("36", &elide(&head, width - 2)));
         if report.targets.len() > 1 {
             let at = format!("at      {}", targets.join(", "));
@@ -431,27 +447,46 @@ fn note_patch_used<'p>(
     target
 }
 
-/// The gates with a verdict of `kind` at some target, with the targets it holds at.
+/// A gate with a finding: the targets (index, verdict) it holds at, and whether the baseline
+/// accepts it everywhere it holds (an old finding).
+type FindingRow<'r> = (&'r Gate, Vec<(usize, &'r Verdict)>, bool);
+
+/// The gates with a verdict of `kind` at some target, as [`FindingRow`]s.
 fn gates_with<'r>(
     report: &AuditReport<'r>,
     verdicts: &'r crate::verdict::Verdicts,
     kind: VerdictKind,
-) -> Vec<(&'r Gate, Vec<(usize, &'r Verdict)>)> {
+    accepted: Option<&std::collections::HashSet<(usize, usize)>>,
+) -> Vec<FindingRow<'r>> {
     report
         .result
         .gates
         .iter()
         .zip(verdicts)
-        .filter_map(|(gate, per_target)| {
+        .enumerate()
+        .filter_map(|(gate_index, (gate, per_target))| {
             let hits: Vec<(usize, &Verdict)> = per_target
                 .iter()
                 .enumerate()
                 .take(report.targets.len())
                 .filter(|(_, v)| v.kind == kind)
                 .collect();
-            (!hits.is_empty()).then_some((gate, hits))
+            let old = accepted.is_some_and(|accepted| {
+                hits.iter()
+                    .all(|(target, _)| accepted.contains(&(gate_index, *target)))
+            });
+            (!hits.is_empty()).then_some((gate, hits, old))
         })
         .collect()
+}
+
+/// `3`, or with a baseline `1 new, 2 in the baseline`.
+fn count_label<T>(gates: &[(&Gate, T, bool)], options: &HumanOptions) -> String {
+    if options.accepted.is_none() {
+        return gates.len().to_string();
+    }
+    let old = gates.iter().filter(|(_, _, old)| *old).count();
+    format!("{} new, {old} in the baseline", gates.len() - old)
 }
 
 /// The kernel a finding's evidence says it needs (`JIT generator flashinfer.jit.comm:...`)
@@ -529,12 +564,22 @@ fn brief_findings<'p>(
     patches_used: &mut Vec<(Arch, &'p str)>,
     out: &mut String,
 ) {
-    let gates = gates_with(report, verdicts, kind);
-    if gates.is_empty() {
+    let all = gates_with(report, verdicts, kind, options.accepted.as_ref());
+    if all.is_empty() {
         return;
     }
-    let title = format!("{heading} ({}): {}", gates.len(), kind.short());
+    let title = format!(
+        "{heading} ({}): {}",
+        count_label(&all, options),
+        kind.short()
+    );
     let _ = writeln!(out, "\n{}", palette.paint(code, &elide(&title, width)));
+    // With a baseline the brief report lists what is new: the accepted ones are counted.
+    let gates: Vec<(&Gate, Vec<(usize, &Verdict)>)> = all
+        .into_iter()
+        .filter(|(_, _, old)| !old)
+        .map(|(gate, hits, _)| (gate, hits))
+        .collect();
     // (tooling, package, kernel) → the findings under it.
     type Group<'g> = ((bool, String, String), Vec<String>);
     let mut groups: Vec<Group> = Vec::new();
@@ -930,6 +975,7 @@ mod tests {
                 color: false,
                 width: 100,
                 layout,
+                accepted: None,
                 patches: Vec::new(),
             },
         )
@@ -1001,6 +1047,40 @@ mod tests {
         assert!(quiet.contains("40 opportunities"), "{quiet}");
         assert!(!quiet.contains("OPPORTUNITIES"), "{quiet}");
         assert!(!quiet.contains("next:"), "{quiet}");
+    }
+
+    #[test]
+    fn with_a_baseline_the_new_findings_come_first_and_the_old_are_counted() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(gate("sglang", "sglang/a.py", 1, "is_sm100()"), &[Trap]);
+        f.add(gate("sglang", "sglang/b.py", 2, "is_sm100()"), &[Trap]);
+        f.add(gate("sglang", "sglang/c.py", 3, "is_sm100()"), &[Trap]);
+        let options = |layout| HumanOptions {
+            color: false,
+            width: 100,
+            layout,
+            // a.py and b.py are in the baseline; c.py is new.
+            accepted: Some([(0, 0), (1, 0)].into_iter().collect()),
+            patches: Vec::new(),
+        };
+        let brief = render(&f.report(), &options(Layout::Brief));
+        assert!(
+            brief.contains("TRAPS (1 new, 2 in the baseline)"),
+            "{brief}"
+        );
+        assert!(brief.contains("sglang/c.py:3"), "{brief}");
+        assert!(
+            !brief.contains("sglang/a.py") && !brief.contains("sglang/b.py"),
+            "{brief}"
+        );
+        let findings = render(&f.report(), &options(Layout::Findings));
+        let at = |needle: &str| findings.find(needle).unwrap_or_else(|| panic!("{needle}"));
+        assert!(at("sglang/c.py:3") < at("sglang/a.py:1"), "{findings}");
+        assert!(
+            findings.contains("(in the baseline)  sglang 0.5.0  sglang/a.py:1"),
+            "{findings}"
+        );
+        assert!(!findings.contains("(in the baseline)  sglang 0.5.0  sglang/c.py"));
     }
 
     #[test]
