@@ -128,6 +128,36 @@ fn negates(a: &Pred, b: &Pred) -> bool {
     }
 }
 
+/// The parts of a conjunction (`conjunction`) or disjunction, flattened, repeats dropped;
+/// `None` when a part decides the whole: its absorbing constant (`false` in an `and`, `true`
+/// in an `or`) or a part beside its negation.
+fn joined(parts: Vec<Pred>, conjunction: bool) -> Option<Vec<Pred>> {
+    let mut out: Vec<Pred> = Vec::new();
+    for part in parts {
+        let inner = match part {
+            Pred::Const(b) if b == conjunction => continue,
+            Pred::Const(_) => return None,
+            Pred::And(inner) if conjunction => inner,
+            Pred::Or(inner) if !conjunction => inner,
+            other => vec![other],
+        };
+        for part in inner {
+            // Quadratic in the parts: only where a predicate is still small enough to read
+            // (past that it is bounded elsewhere, `MAX_PRED_NODES`).
+            if out.len() <= MAX_SIMPLIFIED_PARTS {
+                if out.contains(&part) {
+                    continue;
+                }
+                if out.iter().any(|other| negates(other, &part)) {
+                    return None;
+                }
+            }
+            out.push(part);
+        }
+    }
+    Some(out)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Pred {
     Const(bool),
@@ -153,64 +183,26 @@ impl Pred {
     /// Conjunction, flattened; a repeated part is kept once and a part beside its negation
     /// makes it false (choices split field by field meet the same guard twice).
     pub fn and(parts: Vec<Pred>) -> Pred {
-        let mut out: Vec<Pred> = Vec::new();
-        for part in parts {
-            let inner = match part {
-                Pred::Const(true) => continue,
-                Pred::Const(false) => return Pred::Const(false),
-                Pred::And(inner) => inner,
-                other => vec![other],
-            };
-            for part in inner {
-                // Quadratic in the parts: only where a predicate is still small enough to
-                // read (past that it is bounded elsewhere, `MAX_PRED_NODES`).
-                if out.len() <= MAX_SIMPLIFIED_PARTS {
-                    if out.contains(&part) {
-                        continue;
-                    }
-                    if out.iter().any(|other| negates(other, &part)) {
-                        return Pred::Const(false);
-                    }
-                }
-                out.push(part);
-            }
-        }
-        match out.len() {
-            0 => Pred::Const(true),
-            1 => out.pop().expect("one part"),
-            _ => Pred::And(out),
+        match joined(parts, true) {
+            None => Pred::Const(false),
+            Some(mut out) => match out.len() {
+                0 => Pred::Const(true),
+                1 => out.pop().expect("one part"),
+                _ => Pred::And(out),
+            },
         }
     }
 
     /// Disjunction, flattened; a repeated part is kept once and a part beside its negation
     /// makes it true.
     pub fn or(parts: Vec<Pred>) -> Pred {
-        let mut out: Vec<Pred> = Vec::new();
-        for part in parts {
-            let inner = match part {
-                Pred::Const(false) => continue,
-                Pred::Const(true) => return Pred::Const(true),
-                Pred::Or(inner) => inner,
-                other => vec![other],
-            };
-            for part in inner {
-                // Quadratic in the parts: only where a predicate is still small enough to
-                // read (past that it is bounded elsewhere, `MAX_PRED_NODES`).
-                if out.len() <= MAX_SIMPLIFIED_PARTS {
-                    if out.contains(&part) {
-                        continue;
-                    }
-                    if out.iter().any(|other| negates(other, &part)) {
-                        return Pred::Const(true);
-                    }
-                }
-                out.push(part);
-            }
-        }
-        match out.len() {
-            0 => Pred::Const(false),
-            1 => out.pop().expect("one part"),
-            _ => Pred::Or(out),
+        match joined(parts, false) {
+            None => Pred::Const(true),
+            Some(mut out) => match out.len() {
+                0 => Pred::Const(false),
+                1 => out.pop().expect("one part"),
+                _ => Pred::Or(out),
+            },
         }
     }
 

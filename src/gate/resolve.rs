@@ -1361,6 +1361,21 @@ impl<'a> Resolver<'a> {
             }
             return last;
         }
+        self.first_in_bases(class, depth, |base| self.class_attr(base, name, depth + 1))
+    }
+
+    /// The first answer `lookup` gives for a base of `class`, in order: the bases evaluated
+    /// in the class's module (read whole when the scan's partial parse left the class out).
+    fn first_in_bases<T>(
+        &self,
+        class: &FuncRef,
+        depth: u32,
+        lookup: impl Fn(&FuncRef) -> Option<T>,
+    ) -> Option<T> {
+        let mut ir = self.index.get(&class.module)?;
+        if !ir.classes.contains_key(&class.qualname) && ir.partial {
+            ir = self.index.get_whole(&class.module)?;
+        }
         let bases = ir.classes.get(&class.qualname)?;
         let scope = Scope {
             module: &ir,
@@ -1369,7 +1384,7 @@ impl<'a> Resolver<'a> {
         bases
             .iter()
             .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
-                Val::Class(base) => self.class_attr(&base, name, depth + 1),
+                Val::Class(base) => lookup(&base),
                 _ => None,
             })
     }
@@ -1395,17 +1410,7 @@ impl<'a> Resolver<'a> {
                 qualname,
             });
         }
-        let bases = ir.classes.get(&class.qualname)?;
-        let scope = Scope {
-            module: &ir,
-            locals: Locals::None,
-        };
-        bases
-            .iter()
-            .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
-                Val::Class(base) => self.find_method(&base, name, depth + 1),
-                _ => None,
-            })
+        self.find_base_method(class, name, depth)
     }
 
     /// `super()` where the code stands: the class of the method around it (Python's
@@ -1437,21 +1442,7 @@ impl<'a> Resolver<'a> {
 
     /// A method of one of `class`'s bases (not of `class` itself), as `super().name` finds it.
     fn find_base_method(&self, class: &FuncRef, name: &str, depth: u32) -> Option<FuncRef> {
-        let mut ir = self.index.get(&class.module)?;
-        if !ir.classes.contains_key(&class.qualname) && ir.partial {
-            ir = self.index.get_whole(&class.module)?;
-        }
-        let bases = ir.classes.get(&class.qualname)?;
-        let scope = Scope {
-            module: &ir,
-            locals: Locals::None,
-        };
-        bases
-            .iter()
-            .find_map(|base| match self.eval_unpruned(base, scope, depth + 1) {
-                Val::Class(base) => self.find_method(&base, name, depth + 1),
-                _ => None,
-            })
+        self.first_in_bases(class, depth, |base| self.find_method(base, name, depth + 1))
     }
 
     /// Whether a function of the site is an interface method (its body only raises
