@@ -66,8 +66,10 @@ if python3 -m venv "$work/pc" && "$work/pc/bin/pip" install -q pre-commit; then
     --format json > /dev/null
   PATH=$work/venv/bin:$PATH "$work/pc/bin/pre-commit" try-repo "$checkout" gatefix-audit-system \
     --all-files
-  # A finding outside the baseline fails the hook: an empty baseline accepts nothing.
+  # A finding outside the baseline fails the hook: an empty baseline accepts nothing (the
+  # audit of a folder whose one Python file has no gate writes one).
   mkdir "$work/empty"
+  echo 'answer = 42' > "$work/empty/plain.py"
   "$work/venv/bin/gatefix" audit "$work/empty" --write-baseline .gatefix-baseline.json \
     --fail-on none --format json > /dev/null
   if PATH=$work/venv/bin:$PATH "$work/pc/bin/pre-commit" try-repo "$checkout" \

@@ -287,15 +287,16 @@ pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
         .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
 }
 
-/// Whether a top-level statement of the file defines the class `name` (`class ArchInfo:`):
-/// the chunking leaves a class without a token unparsed, and a store elsewhere may build one.
-pub fn has_top_level_class(src: &[u8], name: &str) -> bool {
-    if memchr::memmem::find(src, name.as_bytes()).is_none() {
-        return false;
-    }
+/// The classes the file's top-level statements define (`class ArchInfo:`): the chunking
+/// leaves a class without a token unparsed, and a store elsewhere may build one.
+pub fn top_level_classes(src: &[u8]) -> std::collections::HashSet<String> {
     top_level_statements(src)
         .into_iter()
-        .any(|range| definition_name(src, range) == Some((name, Definition::Class)))
+        .filter_map(|range| match definition_name(src, range) {
+            Some((name, Definition::Class)) => Some(name.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What the text may define as `name`, anywhere in the file (a `def` or `class` keyword, then

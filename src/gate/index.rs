@@ -21,6 +21,9 @@ pub struct ModuleFile {
     /// depends on the file alone): `gate::feed` builds an index per round, and each would
     /// parse the same modules again (a sixth of the audit's time on sglang + flashinfer).
     whole: Arc<OnceLock<Option<SharedModule>>>,
+    /// The classes the file defines at top level, read from its text once: resolution asks
+    /// about a class the scan's partial parse left out for every name it cannot find.
+    top_classes: OnceLock<std::collections::HashSet<String>>,
 }
 
 pub struct ModuleIndex {
@@ -67,6 +70,7 @@ impl ModuleIndex {
                         is_package,
                         cell: OnceLock::new(),
                         whole: Arc::new(OnceLock::new()),
+                        top_classes: OnceLock::new(),
                     },
                 );
             }
@@ -163,6 +167,7 @@ impl ModuleIndex {
                     is_package: file.is_package,
                     cell: OnceLock::new(),
                     whole: file.whole.clone(),
+                    top_classes: OnceLock::new(),
                 };
                 (name.clone(), file)
             })
@@ -200,6 +205,7 @@ impl ModuleIndex {
                     } else {
                         file.whole.clone()
                     },
+                    top_classes: OnceLock::new(),
                 };
                 (name.clone(), file)
             })
@@ -259,8 +265,13 @@ impl ModuleIndex {
         let Some(file) = self.modules.get(module) else {
             return false;
         };
-        self.read(file)
-            .is_some_and(|bytes| super::chunks::has_top_level_class(&bytes, name))
+        file.top_classes
+            .get_or_init(|| {
+                self.read(file)
+                    .map(|bytes| super::chunks::top_level_classes(&bytes))
+                    .unwrap_or_default()
+            })
+            .contains(name)
     }
 
     /// Whether the module assigns `name` at top level, read from its text (`false` when it

@@ -1502,6 +1502,28 @@ impl<'a> Resolver<'a> {
         found
     }
 
+    /// Whether a function's whole body is `return <constant>` (or a bare `return`): an
+    /// interface's placeholder (`def is_arch_support_pdl(cls): return False`).
+    fn returns_a_constant(&self, func: &FuncRef) -> bool {
+        let placeholder = |ir: SharedModule| {
+            ir.function(&func.qualname).and_then(|f| {
+                let body = f.body.as_ref()?;
+                Some(matches!(
+                    body.as_slice(),
+                    [Stmt::Return(None)]
+                        | [Stmt::Return(Some(
+                            Expr::Bool(_) | Expr::NoneLit | Expr::Int(_) | Expr::Str(_)
+                        ))]
+                ))
+            })
+        };
+        self.index
+            .get(&func.module)
+            .and_then(placeholder)
+            .or_else(|| self.index.get_whole(&func.module).and_then(placeholder))
+            .unwrap_or(false)
+    }
+
     /// The value of the first override of `method` (in the site's subclasses of `class`,
     /// any module, in module then qualname order) that depends on the device.
     #[allow(clippy::too_many_arguments)]
@@ -1707,6 +1729,12 @@ impl<'a> Resolver<'a> {
                 // `current_platform: Platform`) may be any subclass: where the class's own
                 // method says nothing of the device (`return False`) and a subclass of the
                 // site overrides it with a device read, that override is the GPU's answer.
+                // Only a placeholder body (`return False`, `return None`) is read as "ask the
+                // subclass": a method with real code answers for itself, and searching every
+                // subclass of every class for every call costs minutes on big sites.
+                if !self.returns_a_constant(&method) {
+                    return val;
+                }
                 let name = method.qualname.rsplit('.').next().unwrap_or("").to_string();
                 class
                     .and_then(|class| {
