@@ -1115,12 +1115,15 @@ impl<'a> Lowerer<'a> {
     /// Whether the text of `node` names a module global that a function stored a device
     /// value in (`ir.global_stores`), as a whole word.
     fn reads_device_global(&self, node: Node<'a>) -> bool {
-        let text = &self.src[node.byte_range()];
-        self.ir
+        let device_globals: HashSet<&[u8]> = self
+            .ir
             .global_stores
             .iter()
             .filter(|(_, stores)| stores.iter().any(|s| s.archy))
-            .any(|(name, _)| word_runs(text).any(|word| word == name.as_bytes()))
+            .map(|(name, _)| name.as_bytes())
+            .collect();
+        !device_globals.is_empty()
+            && word_runs(&self.src[node.byte_range()]).any(|word| device_globals.contains(word))
     }
 
     /// `global a, b` inside a function: its stores to those names are the module's.

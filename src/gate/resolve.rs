@@ -1448,11 +1448,17 @@ impl<'a> Resolver<'a> {
     /// Whether a function of the site is an interface method (its body only raises
     /// `NotImplementedError`).
     fn is_abstract(&self, func: &FuncRef) -> bool {
-        let abstract_in = |ir: SharedModule| ir.function(&func.qualname).map(|f| f.abstract_body);
+        self.function_fact(func, |f| f.abstract_body)
+    }
+
+    /// `fact` of a function of the site, from the scan's lowering of its module or, when
+    /// that left the function out, the whole module's; `false` when neither has it.
+    fn function_fact(&self, func: &FuncRef, fact: impl Fn(&FunctionIr) -> bool) -> bool {
+        let of = |ir: SharedModule| ir.function(&func.qualname).map(&fact);
         self.index
             .get(&func.module)
-            .and_then(abstract_in)
-            .or_else(|| self.index.get_whole(&func.module).and_then(abstract_in))
+            .and_then(of)
+            .or_else(|| self.index.get_whole(&func.module).and_then(of))
             .unwrap_or(false)
     }
 
@@ -1505,39 +1511,34 @@ impl<'a> Resolver<'a> {
     /// Whether a function's whole body is `return <constant>` (or a bare `return`): an
     /// interface's placeholder (`def is_arch_support_pdl(cls): return False`).
     fn returns_a_constant(&self, func: &FuncRef) -> bool {
-        let placeholder = |ir: SharedModule| {
-            ir.function(&func.qualname).and_then(|f| {
-                let body = f.body.as_ref()?;
-                Some(matches!(
-                    body.as_slice(),
+        self.function_fact(func, |f| {
+            matches!(
+                f.body.as_deref(),
+                Some(
                     [Stmt::Return(None)]
                         | [Stmt::Return(Some(
                             Expr::Bool(_) | Expr::NoneLit | Expr::Int(_) | Expr::Str(_)
                         ))]
-                ))
-            })
-        };
-        self.index
-            .get(&func.module)
-            .and_then(placeholder)
-            .or_else(|| self.index.get_whole(&func.module).and_then(placeholder))
-            .unwrap_or(false)
+                )
+            )
+        })
     }
 
-    /// The value of the first override of `method` (in the site's subclasses of `class`,
-    /// any module, in module then qualname order) that depends on the device.
+    /// The overrides of `method` in `subclasses` (in order), called as the receiver's class
+    /// would: the first value that depends on the device, else the first value at all.
     #[allow(clippy::too_many_arguments)]
-    fn device_override(
+    fn override_value(
         &self,
-        class: &FuncRef,
+        subclasses: Vec<FuncRef>,
         method: &FuncRef,
-        name: &str,
         args: &[Val],
         kwargs: &[(String, Val)],
         expr: &Expr,
         depth: u32,
-    ) -> Option<Val> {
-        for sub in self.subclasses_on_site(class, depth + 1) {
+    ) -> (Option<Val>, Option<Val>) {
+        let name = method.qualname.rsplit('.').next().unwrap_or("");
+        let mut fallback = None;
+        for sub in subclasses {
             let Some(over) = self.find_method(&sub, name, depth + 1) else {
                 continue;
             };
@@ -1547,10 +1548,11 @@ impl<'a> Resolver<'a> {
             let bound = Val::BoundMethod(over, Box::new(Val::Instance(sub)));
             let val = self.call(bound, args.to_vec(), kwargs.to_vec(), expr, depth + 1);
             if carries_device(&val) {
-                return Some(val);
+                return (Some(val), fallback);
             }
+            fallback.get_or_insert(val);
         }
-        None
+        (None, fallback)
     }
 
     /// The classes of the scan that derive from `class`, directly or not, whatever module
@@ -1631,18 +1633,11 @@ impl<'a> Resolver<'a> {
 
     /// Whether a method's first parameter is the receiver (`self` / `cls`).
     fn takes_receiver(&self, method: &FuncRef) -> bool {
-        let first_param = |ir: SharedModule| {
-            ir.function(&method.qualname).map(|f| {
-                f.params
-                    .first()
-                    .is_some_and(|p| p.name == "self" || p.name == "cls")
-            })
-        };
-        self.index
-            .get(&method.module)
-            .and_then(first_param)
-            .or_else(|| self.index.get_whole(&method.module).and_then(first_param))
-            .unwrap_or(false)
+        self.function_fact(method, |f| {
+            f.params
+                .first()
+                .is_some_and(|p| p.name == "self" || p.name == "cls")
+        })
     }
 
     /// Looks `attr` up in a module-level dict literal of string keys and values.
@@ -1689,23 +1684,10 @@ impl<'a> Resolver<'a> {
                 let Val::Instance(class) = *receiver else {
                     unreachable!("matched above")
                 };
-                let name = method.qualname.rsplit('.').next().unwrap_or("").to_string();
-                let mut fallback = None;
-                for sub in self.subclasses_in_module(&class, depth + 1) {
-                    let Some(over) = self.find_method(&sub, &name, depth + 1) else {
-                        continue;
-                    };
-                    if over == method || self.is_abstract(&over) {
-                        continue;
-                    }
-                    let bound = Val::BoundMethod(over, Box::new(Val::Instance(sub)));
-                    let val = self.call(bound, args.clone(), kwargs.clone(), expr, depth + 1);
-                    if carries_device(&val) {
-                        return val;
-                    }
-                    fallback.get_or_insert(val);
-                }
-                fallback.unwrap_or_else(|| {
+                let subclasses = self.subclasses_in_module(&class, depth + 1);
+                let (device, fallback) =
+                    self.override_value(subclasses, &method, &args, &kwargs, expr, depth);
+                device.or(fallback).unwrap_or_else(|| {
                     Val::Unknown(format!(
                         "`{}` is abstract and no subclass in {} overrides it",
                         method.qualname, method.module
@@ -1735,10 +1717,11 @@ impl<'a> Resolver<'a> {
                 if !self.returns_a_constant(&method) {
                     return val;
                 }
-                let name = method.qualname.rsplit('.').next().unwrap_or("").to_string();
                 class
                     .and_then(|class| {
-                        self.device_override(&class, &method, &name, &args, &kwargs, expr, depth)
+                        let subclasses = self.subclasses_on_site(&class, depth + 1);
+                        self.override_value(subclasses, &method, &args, &kwargs, expr, depth)
+                            .0
                     })
                     .unwrap_or(val)
             }
