@@ -9,6 +9,7 @@ pub mod limits;
 pub mod lower;
 pub mod predicate;
 pub mod resolve;
+pub mod semantic;
 pub mod sites;
 pub mod tokens;
 pub mod ts;

@@ -48,6 +48,7 @@ fields! {
     Definition = "definition",
     Expression = "expression",
     Function = "function",
+    Guard = "guard",
     Key = "key",
     Left = "left",
     ModuleName = "module_name",

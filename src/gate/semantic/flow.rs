@@ -1,0 +1,625 @@
+//! Control flow of a scope and the one flow query: which bindings of a name reach a read,
+//! under which guards.
+//!
+//! A scope's flow is its statement tree with only what matters to bindings kept: binding
+//! steps, `if`/`match` arms, loops, `try` statements, and exits. A query walks that tree
+//! forward once, carrying for the asked name alone the set of bindings that may be live,
+//! each with the guards (a disjunction of conjunctions) under which it is the live one:
+//!
+//! - a binding of the name replaces every earlier one on its path;
+//! - where arms join, a binding that comes out of every live arm the same keeps its guards;
+//!   otherwise it gains the guard of each arm it comes out of (`x = 1` before `if c: x = 2`
+//!   reaches the join as `x = 1` under `not c`, `x = 2` under `c`);
+//! - an arm that returns, raises, breaks or continues is not live at the join, so early
+//!   returns need no special case; when one arm alone is live its test is a condition of the
+//!   read itself, not of a binding, and no guard is added;
+//! - a loop body is walked twice (the second time from the join of the entry and the
+//!   back edge) and may run zero times; `break` leaves to after the loop, skipping its `else`;
+//! - a handler of a `try` may see any binding its body makes, and the state before it.
+//!
+//! `Reach::binding` is `None` for a path on which the name is not bound in the scope: a
+//! local read there fails, a class or module read falls back to the scope outside, and a
+//! read of a name the function does not bind looks outside (`reaching`).
+
+use super::model::{
+    BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopKind, MODULE_SCOPE, ScopeId,
+    ScopeKind, SemanticModel,
+};
+
+/// Ways a binding may reach a read that are kept apart; past this the rest are dropped (the
+/// binding still reaches, under the guards kept).
+const MAX_WAYS: usize = 16;
+
+/// A binding that reaches a read (`None`: no binding of the scope, see the module doc), under
+/// any one of `ways` (each a conjunction of guards; `[[]]` is always).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub binding: Option<BindingId>,
+    pub ways: Vec<Vec<Guard>>,
+}
+
+impl Reach {
+    /// Whether it reaches on every path to the read.
+    pub fn always(&self) -> bool {
+        self.ways.iter().any(Vec::is_empty)
+    }
+}
+
+impl SemanticModel {
+    /// The bindings of `name` that reach a read at `offset`, each with the guards under
+    /// which it is the one read (see the module doc).
+    pub fn reaching(&self, name: &str, offset: usize) -> Vec<Reach> {
+        reaching(self, name, self.scope_at(offset), offset)
+    }
+}
+
+/// Per binding (`None`: unbound), the ways it is the live one; sorted by binding.
+type State = Vec<(Option<BindingId>, Vec<Vec<Guard>>)>;
+
+/// The bindings of `name` reaching a read at `offset` in `scope` (see the module doc).
+fn reaching(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) -> Vec<Reach> {
+    let s = model.scope(scope);
+    let binds_here = s.bindings.contains_key(name);
+    let global = s.globals.iter().any(|g| g == name);
+    let nonlocal = s.nonlocals.iter().any(|g| g == name);
+    if scope == MODULE_SCOPE {
+        return walk(model, name, scope, offset);
+    }
+    if global {
+        let local = walk(model, name, scope, offset);
+        return fall_back(local, || module_end(model, name));
+    }
+    if nonlocal || !binds_here {
+        let outer = || outside(model, name, scope);
+        if binds_here {
+            return fall_back(walk(model, name, scope, offset), outer);
+        }
+        return outer();
+    }
+    let local = walk(model, name, scope, offset);
+    match s.kind {
+        // A class body reads what it has not bound from where the class statement runs.
+        ScopeKind::Class => fall_back(local, || {
+            let parent = s.parent.unwrap_or(MODULE_SCOPE);
+            reaching(model, name, parent, s.defined_at)
+        }),
+        _ => local,
+    }
+}
+
+/// What a scope reads of a name it does not bind (or declares `nonlocal`): class scopes are
+/// skipped; a comprehension reads where it stands; an enclosing function may have made any
+/// of its bindings by the time a nested function runs; the module, as it is once it has run
+/// (with the stores functions make under `global`).
+fn outside(model: &SemanticModel, name: &str, scope: ScopeId) -> Vec<Reach> {
+    let s = model.scope(scope);
+    let at = s.defined_at;
+    // A class body and a comprehension run where they stand; a function runs later.
+    let immediate = matches!(s.kind, ScopeKind::Class | ScopeKind::Comprehension);
+    let mut current = s.parent;
+    while let Some(id) = current {
+        let outer = model.scope(id);
+        match outer.kind {
+            ScopeKind::Class => {}
+            ScopeKind::Module if immediate => return reaching(model, name, id, at),
+            ScopeKind::Module => return module_end(model, name),
+            _ if immediate => return reaching(model, name, id, at),
+            _ => {
+                let mut all: Vec<BindingId> = outer
+                    .bindings
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .chain(outer.nonlocal_stores.get(name).into_iter().flatten())
+                    .copied()
+                    .collect();
+                if !all.is_empty() && !outer.globals.iter().any(|g| g == name) {
+                    all.sort();
+                    return all
+                        .into_iter()
+                        .map(|binding| Reach {
+                            binding: Some(binding),
+                            ways: vec![Vec::new()],
+                        })
+                        .collect();
+                }
+            }
+        }
+        current = outer.parent;
+    }
+    module_end(model, name)
+}
+
+/// The module's bindings of `name` once its body has run, and the stores functions make to
+/// it under `global` (any of which may have run).
+fn module_end(model: &SemanticModel, name: &str) -> Vec<Reach> {
+    let mut reach = walk(model, name, MODULE_SCOPE, usize::MAX);
+    let stores = model.scope(MODULE_SCOPE).global_stores.get(name);
+    for &binding in stores.into_iter().flatten() {
+        reach.push(Reach {
+            binding: Some(binding),
+            ways: vec![Vec::new()],
+        });
+    }
+    reach
+}
+
+/// `local` with each unbound path replaced by what `outer` reads there.
+fn fall_back(local: Vec<Reach>, outer: impl FnOnce() -> Vec<Reach>) -> Vec<Reach> {
+    let Some(unbound) = local.iter().position(|r| r.binding.is_none()) else {
+        return local;
+    };
+    let mut reach = local;
+    let unbound = reach.remove(unbound);
+    for found in outer() {
+        let mut ways = Vec::new();
+        for a in &unbound.ways {
+            for b in &found.ways {
+                if let Some(way) = conjoin(a, b) {
+                    ways.push(way);
+                }
+            }
+        }
+        if ways.is_empty() {
+            continue;
+        }
+        // The same binding found inside and outside (a function's own `global` store, which
+        // an earlier call may have made): one reach, either way.
+        match reach.iter_mut().find(|r| r.binding == found.binding) {
+            Some(known) => {
+                known.ways.extend(ways);
+                known.ways = simplify(std::mem::take(&mut known.ways));
+            }
+            None => reach.push(Reach {
+                binding: found.binding,
+                ways: simplify(ways),
+            }),
+        }
+    }
+    reach.sort_by_key(|r| r.binding);
+    reach
+}
+
+/// Walks `scope`'s flow to `offset` (`usize::MAX`: to its end).
+fn walk(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) -> Vec<Reach> {
+    let mut walker = Walker {
+        model,
+        name,
+        cursor: offset,
+        found: None,
+        loops: Vec::new(),
+    };
+    let start: State = vec![(None, vec![Vec::new()])];
+    let end = walker.run(&model.scope(scope).flow, Some(start));
+    let state = walker.found.take().or(end).unwrap_or_default();
+    state
+        .into_iter()
+        .map(|(binding, ways)| Reach { binding, ways })
+        .collect()
+}
+
+#[derive(Default)]
+struct LoopExits {
+    breaks: Vec<State>,
+    continues: Vec<State>,
+}
+
+struct Walker<'m> {
+    model: &'m SemanticModel,
+    name: &'m str,
+    /// The read's offset; `usize::MAX` while a pass must not stop anywhere.
+    cursor: usize,
+    /// The state at the read, once reached.
+    found: Option<State>,
+    loops: Vec<LoopExits>,
+}
+
+impl Walker<'_> {
+    /// Runs `flows` from `state` (`None`: unreachable) and returns the state after them.
+    fn run(&mut self, flows: &[Flow], mut state: Option<State>) -> Option<State> {
+        for flow in flows {
+            if self.found.is_some() {
+                return None;
+            }
+            if self.cursor < flow.start() {
+                self.found = Some(state.unwrap_or_default());
+                return None;
+            }
+            state = self.step(flow, state);
+        }
+        state
+    }
+
+    /// Runs `flows` holding the read: the state where it stands.
+    fn run_to_cursor(&mut self, flows: &[Flow], state: Option<State>) {
+        let end = self.run(flows, state);
+        if self.found.is_none() {
+            self.found = Some(end.unwrap_or_default());
+        }
+    }
+
+    /// `run` with no stop at the read (a loop body's first pass).
+    fn run_through(&mut self, flows: &[Flow], state: Option<State>) -> Option<State> {
+        let cursor = std::mem::replace(&mut self.cursor, usize::MAX);
+        let end = self.run(flows, state);
+        self.cursor = cursor;
+        end
+    }
+
+    fn step(&mut self, flow: &Flow, state: Option<State>) -> Option<State> {
+        match flow {
+            Flow::Bind { binding, .. } => {
+                if self.model.binding(*binding).name == self.name && state.is_some() {
+                    Some(vec![(Some(*binding), vec![Vec::new()])])
+                } else {
+                    state
+                }
+            }
+            Flow::Exit { kind, .. } => {
+                if let (Some(state), Some(exits)) = (state, self.loops.last_mut()) {
+                    match kind {
+                        ExitKind::Break => exits.breaks.push(state),
+                        ExitKind::Continue => exits.continues.push(state),
+                        ExitKind::Return | ExitKind::Raise => {}
+                    }
+                }
+                None
+            }
+            Flow::If {
+                range,
+                arms,
+                exhaustive,
+            } => {
+                let inside = self.cursor < range.1;
+                let mut paths: Vec<(Vec<Guard>, Option<State>)> = Vec::new();
+                let mut negated: Vec<Guard> = Vec::new();
+                for arm in arms {
+                    if inside && arm.test.is_some_and(|test| self.cursor < test.1) {
+                        self.found = Some(state.unwrap_or_default());
+                        return None;
+                    }
+                    if inside && self.cursor < arm.range.1 {
+                        self.run_to_cursor(&arm.body, state);
+                        return None;
+                    }
+                    let mut guards = negated.clone();
+                    if let Some(test) = arm.test {
+                        guards.push(Guard {
+                            kind: arm.kind,
+                            range: test,
+                            holds: true,
+                        });
+                    }
+                    if let Some(also) = arm.also {
+                        guards.push(Guard {
+                            kind: GuardKind::Test,
+                            range: also,
+                            holds: true,
+                        });
+                    }
+                    let out = self.run(&arm.body, state.clone());
+                    paths.push((guards, out));
+                    // `case p if g` not taken says only that `p and g` failed: nothing a
+                    // conjunction of guards can hold, so later arms are not told.
+                    if let (Some(test), None) = (arm.test, arm.also) {
+                        negated.push(Guard {
+                            kind: arm.kind,
+                            range: test,
+                            holds: false,
+                        });
+                    }
+                }
+                if !exhaustive {
+                    paths.push((negated, state));
+                }
+                join(paths)
+            }
+            Flow::Loop {
+                range,
+                kind,
+                header,
+                body_end,
+                body,
+                orelse,
+                orelse_range,
+            } => {
+                let inside = self.cursor < range.1;
+                if inside && self.cursor < header.1 {
+                    // A `for` reads its iterable once, before any pass; a `while` test is
+                    // read before each, as the body's entry is.
+                    if *kind == LoopKind::For {
+                        self.found = Some(state.unwrap_or_default());
+                        return None;
+                    }
+                }
+                let guard = |kind: GuardKind, holds: bool| Guard {
+                    kind,
+                    range: *header,
+                    holds,
+                };
+                self.loops.push(LoopExits::default());
+                let first = self.run_through(body, state.clone());
+                let exits = self.loops.pop().unwrap_or_default();
+                let back = join(
+                    std::iter::once(first)
+                        .chain(exits.continues.into_iter().map(Some))
+                        .map(|s| (Vec::new(), s))
+                        .collect(),
+                );
+                let entry = join(vec![
+                    (vec![guard(GuardKind::Repeated, false)], state.clone()),
+                    (vec![guard(GuardKind::Repeated, true)], back),
+                ]);
+                if inside && self.cursor < header.1 {
+                    self.found = Some(entry.unwrap_or_default());
+                    return None;
+                }
+                self.loops.push(LoopExits::default());
+                if inside && self.cursor < *body_end {
+                    self.run_to_cursor(body, entry);
+                    self.loops.pop();
+                    return None;
+                }
+                let second = self.run(body, entry);
+                let exits = self.loops.pop().unwrap_or_default();
+                let passed = join(
+                    std::iter::once(second)
+                        .chain(exits.continues.into_iter().map(Some))
+                        .map(|s| (Vec::new(), s))
+                        .collect(),
+                );
+                let normal = join(vec![
+                    (vec![guard(GuardKind::Iterated, false)], state),
+                    (vec![guard(GuardKind::Iterated, true)], passed),
+                ]);
+                let after_else = match orelse_range {
+                    Some(clause) if inside && self.cursor < clause.1 => {
+                        self.run_to_cursor(orelse, normal);
+                        return None;
+                    }
+                    _ => self.run(orelse, normal),
+                };
+                join(
+                    std::iter::once(after_else)
+                        .chain(exits.breaks.into_iter().map(Some))
+                        .map(|s| (Vec::new(), s))
+                        .collect(),
+                )
+            }
+            Flow::Try {
+                range,
+                body_range,
+                body,
+                handlers,
+                orelse,
+                orelse_range,
+                finally,
+                finally_range,
+            } => {
+                let inside = self.cursor < range.1;
+                if inside && self.cursor < body_range.1 {
+                    self.run_to_cursor(body, state);
+                    return None;
+                }
+                let completed = self.run(body, state.clone());
+                // A handler may start after any statement of the body has run.
+                let raised = state.clone().map(|mut entries| {
+                    for binding in self.binds_in(body) {
+                        if !entries.iter().any(|(b, _)| *b == Some(binding)) {
+                            entries.push((Some(binding), vec![Vec::new()]));
+                        }
+                    }
+                    entries.sort_by_key(|(b, _)| *b);
+                    entries
+                });
+                // Clauses in source order: the handlers, then `else`.
+                let mut paths = Vec::new();
+                for handler in handlers {
+                    if inside && self.cursor < handler.range.1 {
+                        self.run_to_cursor(&handler.body, raised);
+                        return None;
+                    }
+                    let out = self.run(&handler.body, raised.clone());
+                    paths.push((
+                        vec![Guard {
+                            kind: GuardKind::Handled,
+                            range: handler.test.unwrap_or(handler.range),
+                            holds: true,
+                        }],
+                        out,
+                    ));
+                }
+                let else_out = match orelse_range {
+                    Some(clause) if inside && self.cursor < clause.1 => {
+                        self.run_to_cursor(orelse, completed);
+                        return None;
+                    }
+                    _ => self.run(orelse, completed),
+                };
+                paths.insert(
+                    0,
+                    (
+                        vec![Guard {
+                            kind: GuardKind::Completed,
+                            range: *body_range,
+                            holds: true,
+                        }],
+                        else_out,
+                    ),
+                );
+                let joined = join(paths);
+                match finally_range {
+                    Some(clause) if inside && self.cursor < clause.1 => {
+                        // `finally` also runs when an exception leaves the statement.
+                        let entry = join(vec![(Vec::new(), joined), (Vec::new(), raised)]);
+                        self.run_to_cursor(finally, entry);
+                        None
+                    }
+                    _ => self.run(finally, joined),
+                }
+            }
+        }
+    }
+
+    /// Every binding of the name made in `flows`, at any depth.
+    fn binds_in(&self, flows: &[Flow]) -> Vec<BindingId> {
+        let mut found = Vec::new();
+        let mut stack: Vec<&Flow> = flows.iter().collect();
+        while let Some(flow) = stack.pop() {
+            match flow {
+                Flow::Bind { binding, .. } => {
+                    let b = self.model.binding(*binding);
+                    if b.name == self.name && b.kind != BindingKind::Deletion {
+                        found.push(*binding);
+                    }
+                }
+                Flow::Exit { .. } => {}
+                Flow::If { arms, .. } => {
+                    stack.extend(arms.iter().flat_map(|a| a.body.iter()));
+                }
+                Flow::Loop { body, orelse, .. } => {
+                    stack.extend(body.iter().chain(orelse.iter()));
+                }
+                Flow::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finally,
+                    ..
+                } => {
+                    stack.extend(
+                        body.iter()
+                            .chain(handlers.iter().flat_map(|h| h.body.iter()))
+                            .chain(orelse.iter())
+                            .chain(finally.iter()),
+                    );
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Joins the states of paths that meet, each with the guards that select its path (see the
+/// module doc). Unreachable paths (`None`) do not count.
+fn join(paths: Vec<(Vec<Guard>, Option<State>)>) -> Option<State> {
+    let mut live: Vec<(Vec<Guard>, State)> = paths
+        .into_iter()
+        .filter_map(|(guards, state)| state.map(|s| (guards, s)))
+        .collect();
+    match live.len() {
+        0 => return None,
+        1 => return live.pop().map(|(_, state)| state),
+        _ => {}
+    }
+    let mut keys: Vec<Option<BindingId>> = live
+        .iter()
+        .flat_map(|(_, state)| state.iter().map(|(b, _)| *b))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut joined = State::new();
+    for key in keys {
+        let entries: Vec<(&Vec<Guard>, &Vec<Vec<Guard>>)> = live
+            .iter()
+            .filter_map(|(guards, state)| {
+                state
+                    .iter()
+                    .find(|(b, _)| *b == key)
+                    .map(|(_, ways)| (guards, ways))
+            })
+            .collect();
+        let same = entries.len() == live.len() && entries.iter().all(|(_, w)| *w == entries[0].1);
+        let ways = if same {
+            entries[0].1.clone()
+        } else {
+            let mut ways = Vec::new();
+            for (guards, arrived) in entries {
+                for way in arrived {
+                    if let Some(way) = conjoin(guards, way) {
+                        ways.push(way);
+                    }
+                }
+            }
+            simplify(ways)
+        };
+        if !ways.is_empty() {
+            joined.push((key, ways));
+        }
+    }
+    Some(joined)
+}
+
+/// `a and b`, or `None` when they contradict each other.
+fn conjoin(a: &[Guard], b: &[Guard]) -> Option<Vec<Guard>> {
+    let mut way: Vec<Guard> = a.to_vec();
+    for guard in b {
+        if way.contains(&guard.negated()) {
+            return None;
+        }
+        if !way.contains(guard) {
+            way.push(*guard);
+        }
+    }
+    Some(way)
+}
+
+/// Merges ways that differ only in one guard holding or not (`c and d`, `c and not d` is
+/// `c`), drops repeats and ways another way implies (`c and d` beside `c`), and keeps at most
+/// `MAX_WAYS`.
+fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        ways.dedup();
+        'pairs: for i in 0..ways.len() {
+            for j in i + 1..ways.len() {
+                if let Some(merged) = merge(&ways[i], &ways[j]) {
+                    ways[i] = merged;
+                    ways.remove(j);
+                    changed = true;
+                    break 'pairs;
+                }
+            }
+        }
+    }
+    let mut unique: Vec<Vec<Guard>> = Vec::new();
+    for (i, way) in ways.iter().enumerate() {
+        let implied = ways.iter().enumerate().any(|(j, other)| {
+            j != i && other.iter().all(|g| way.contains(g)) && (other.len() < way.len() || j < i)
+        });
+        if !implied && !unique.contains(way) {
+            unique.push(way.clone());
+        }
+    }
+    // `always` absorbs every other way.
+    if unique.iter().any(Vec::is_empty) {
+        return vec![Vec::new()];
+    }
+    unique.truncate(MAX_WAYS);
+    unique
+}
+
+/// `a` and `b` merged when they are the same but for one guard, negated in one of them.
+fn merge(a: &[Guard], b: &[Guard]) -> Option<Vec<Guard>> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let mut differ = None;
+    for guard in a {
+        if b.contains(guard) {
+            continue;
+        }
+        if differ.is_some() || !b.contains(&guard.negated()) {
+            return None;
+        }
+        differ = Some(*guard);
+    }
+    let differ = differ?;
+    Some(
+        a.iter()
+            .copied()
+            .filter(|g| *g != differ)
+            .collect::<Vec<Guard>>(),
+    )
+}

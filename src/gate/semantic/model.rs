@@ -1,0 +1,408 @@
+//! The data of a module's semantic model: scopes, bindings, branch arms and each scope's
+//! flow, in arenas addressed by id.
+
+use std::collections::HashMap;
+
+/// A byte range of the module's text.
+pub type Range = (usize, usize);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScopeId(pub(super) u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BindingId(pub(super) u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BranchId(pub(super) u32);
+
+impl ScopeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl BindingId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl BranchId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeKind {
+    Module,
+    Class,
+    Function,
+    Lambda,
+    /// A list, set or dict comprehension or a generator expression: its `for` targets are
+    /// its own (an assignment expression inside binds in the enclosing function).
+    Comprehension,
+}
+
+#[derive(Debug)]
+pub struct Scope {
+    pub kind: ScopeKind,
+    /// The class's or function's name.
+    pub name: Option<String>,
+    pub parent: Option<ScopeId>,
+    /// The text whose reads belong to this scope: a function's or class's body, a lambda's
+    /// body, a whole comprehension, the whole module.
+    pub range: Range,
+    /// Where the class or function statement starts (a class body runs there).
+    pub defined_at: usize,
+    /// Every binding of each name in this scope, in source order.
+    pub bindings: HashMap<String, Vec<BindingId>>,
+    /// Names a `global` statement of this scope declares.
+    pub globals: Vec<String>,
+    /// Names a `nonlocal` statement of this scope declares.
+    pub nonlocals: Vec<String>,
+    /// On a class: the stores `self.x = ...` / `cls.x = ...` its methods make, by attribute.
+    pub attributes: HashMap<String, Vec<BindingId>>,
+    /// On a class: its bases as written (`Base`, `mod.Base`), without keywords.
+    pub bases: Vec<Range>,
+    /// On the module: stores to module names made inside functions under `global`.
+    pub global_stores: HashMap<String, Vec<BindingId>>,
+    /// On a function: stores made by nested functions under `nonlocal`.
+    pub nonlocal_stores: HashMap<String, Vec<BindingId>>,
+    /// The scope's statements as flow (`flow::Flow`).
+    pub(crate) flow: Vec<Flow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `x = v`, `x: T = v`, one target of `a = b = v`.
+    Assignment,
+    /// `x: T` with no value: declared, not bound (reading it raises at run time).
+    Annotation,
+    /// One name of an unpacking target, `path` the indexes down to it (`a, (b, c) = v`
+    /// binds `c` at `[1, 1]`). Also used for `for` and `with` targets that unpack.
+    Unpacking {
+        path: Vec<usize>,
+    },
+    /// `x += v`: a new binding that reads the old one.
+    Augmented,
+    /// `(x := v)`.
+    Walrus,
+    /// The target of a `for` statement or a comprehension's `for` clause (`path` as for an
+    /// unpacking, empty for a plain name).
+    For {
+        path: Vec<usize>,
+    },
+    /// `with v as x` (`path` as for an unpacking).
+    With {
+        path: Vec<usize>,
+    },
+    /// `except E as x`.
+    Except,
+    /// `import a.b as c` (`module` "a.b", no member) or `from a import b as c` (member "b").
+    Import {
+        module: String,
+        member: Option<String>,
+    },
+    FunctionDef,
+    ClassDef,
+    /// A parameter: its position among the parameters, its default and its annotation.
+    Parameter {
+        index: usize,
+        default: Option<Range>,
+        annotation: Option<Range>,
+    },
+    /// `self.x = v` in a method (bound on the method's class, `Scope::attributes`).
+    Attribute,
+    /// `del x`: the name is unbound after it.
+    Deletion,
+    /// A name a `case` pattern captures.
+    MatchCapture,
+}
+
+#[derive(Debug)]
+pub struct Binding {
+    pub name: String,
+    pub kind: BindingKind,
+    /// The scope the binding is made in (for `Attribute`, the method's).
+    pub scope: ScopeId,
+    /// The innermost branch arm the binding sits in, within its scope.
+    pub branch: Option<BranchId>,
+    /// The statement (or clause, parameter, comprehension clause) that binds.
+    pub statement: Range,
+    /// The value's expression: the right-hand side, the iterable, the context manager, the
+    /// parameter's default; `None` where there is none (a `def`, an annotation).
+    pub value: Option<Range>,
+    /// Reads at or after this offset may see the binding.
+    pub visible_from: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BranchKind {
+    /// The `arm`-th test of an `if`/`elif` chain (0 for the `if`).
+    If {
+        arm: usize,
+    },
+    /// The `else` of an `if` chain.
+    Else,
+    /// A `for` or `while` body.
+    Loop,
+    /// A loop's `else` (runs when no `break` left the loop).
+    LoopElse,
+    Try,
+    Except,
+    TryElse,
+    Finally,
+    /// A `case` of a `match`.
+    Case,
+}
+
+#[derive(Debug)]
+pub struct Branch {
+    pub kind: BranchKind,
+    /// The enclosing branch arm in the same scope.
+    pub parent: Option<BranchId>,
+    /// The test that selects the arm (`if`/`elif`/`while` condition, the `for` iterable,
+    /// the `except` clause's types, the `case` pattern).
+    pub test: Option<Range>,
+    pub range: Range,
+}
+
+/// The semantic model of one module.
+#[derive(Debug, Default)]
+pub struct SemanticModel {
+    pub scopes: Vec<Scope>,
+    pub bindings: Vec<Binding>,
+    pub branches: Vec<Branch>,
+    /// Whether nesting deeper than the binder follows was cut (the model then misses the
+    /// bindings inside; a consumer says so rather than trusting it).
+    pub too_deep: bool,
+}
+
+/// The module scope is always the first.
+pub const MODULE_SCOPE: ScopeId = ScopeId(0);
+
+impl SemanticModel {
+    pub fn scope(&self, id: ScopeId) -> &Scope {
+        &self.scopes[id.index()]
+    }
+
+    pub fn binding(&self, id: BindingId) -> &Binding {
+        &self.bindings[id.index()]
+    }
+
+    pub fn branch(&self, id: BranchId) -> &Branch {
+        &self.branches[id.index()]
+    }
+
+    /// The innermost scope whose reads include `offset`.
+    pub fn scope_at(&self, offset: usize) -> ScopeId {
+        let mut best = MODULE_SCOPE;
+        let mut best_len = usize::MAX;
+        for (i, scope) in self.scopes.iter().enumerate() {
+            let (start, end) = scope.range;
+            if start <= offset && offset < end && end - start < best_len {
+                best = ScopeId(i as u32);
+                best_len = end - start;
+            }
+        }
+        best
+    }
+
+    /// The classes of the module (at any depth) named `name`.
+    pub fn classes_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = ScopeId> + 'a {
+        self.scopes
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.kind == ScopeKind::Class && s.name.as_deref() == Some(name))
+            .map(|(i, _)| ScopeId(i as u32))
+    }
+
+    /// What may set attribute `attr` of an instance whose method is defined in `class`: the
+    /// class body's own bindings of the name and its methods' `self.attr` stores, then those
+    /// of its bases, then those of its subclasses (an instance may be of any of them), as far
+    /// as this module defines them. Each class is read once.
+    pub fn attribute_bindings(&self, src: &[u8], class: ScopeId, attr: &str) -> Vec<BindingId> {
+        let mut order = vec![class];
+        let mut i = 0;
+        while i < order.len() {
+            let scope = self.scope(order[i]);
+            for &base in &scope.bases {
+                let text = String::from_utf8_lossy(&src[base.0..base.1]);
+                let last = text.rsplit('.').next().unwrap_or_default().trim();
+                for found in self.classes_named(last) {
+                    if !order.contains(&found) {
+                        order.push(found);
+                    }
+                }
+            }
+            i += 1;
+        }
+        for derived in self.subclasses(src, class) {
+            if !order.contains(&derived) {
+                order.push(derived);
+            }
+        }
+        let mut out = Vec::new();
+        for class in order {
+            let scope = self.scope(class);
+            out.extend(scope.bindings.get(attr).into_iter().flatten().copied());
+            out.extend(scope.attributes.get(attr).into_iter().flatten().copied());
+        }
+        out
+    }
+
+    /// The classes of the module deriving from `class`, directly or not, by base name.
+    fn subclasses(&self, src: &[u8], class: ScopeId) -> Vec<ScopeId> {
+        let mut found = vec![class];
+        let mut i = 0;
+        while i < found.len() {
+            let Some(name) = self.scope(found[i]).name.clone() else {
+                i += 1;
+                continue;
+            };
+            for (j, scope) in self.scopes.iter().enumerate() {
+                let id = ScopeId(j as u32);
+                if scope.kind != ScopeKind::Class || found.contains(&id) {
+                    continue;
+                }
+                let derives = scope.bases.iter().any(|&(start, end)| {
+                    let text = String::from_utf8_lossy(&src[start..end]);
+                    text.rsplit('.')
+                        .next()
+                        .is_some_and(|last| last.trim() == name)
+                });
+                if derives {
+                    found.push(id);
+                }
+            }
+            i += 1;
+        }
+        found.remove(0);
+        found
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GuardKind {
+    /// An `if`/`elif`/`while` test or a `case` guard (`range` the expression).
+    Test,
+    /// A `case` pattern matched the subject (`range` the patterns).
+    Case,
+    /// A loop's body ran at least once (`range` the iterable or the `while` test).
+    Iterated,
+    /// An earlier pass of a loop's body ran before this one (`range` as for `Iterated`).
+    Repeated,
+    /// A `try` body ran to its end without raising (`range` the body).
+    Completed,
+    /// This `except` clause caught an exception of the try body (`range` the types, or the
+    /// clause for a bare `except:`).
+    Handled,
+}
+
+/// One condition on a path: `kind` over the text at `range`, holding or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Guard {
+    pub kind: GuardKind,
+    pub range: Range,
+    pub holds: bool,
+}
+
+impl Guard {
+    pub fn negated(self) -> Guard {
+        Guard {
+            holds: !self.holds,
+            ..self
+        }
+    }
+
+    /// The guard in words, quoting the module's text.
+    pub fn describe(&self, src: &[u8]) -> String {
+        let text = String::from_utf8_lossy(&src[self.range.0..self.range.1.min(src.len())]);
+        let text = text.lines().next().unwrap_or_default().trim().to_string();
+        match (self.kind, self.holds) {
+            (GuardKind::Test, true) => text,
+            (GuardKind::Test, false) => format!("not {text}"),
+            (GuardKind::Case, true) => format!("case {text}"),
+            (GuardKind::Case, false) => format!("not case {text}"),
+            (GuardKind::Iterated, true) => format!("looped over {text}"),
+            (GuardKind::Iterated, false) => format!("never looped over {text}"),
+            (GuardKind::Repeated, true) => format!("again over {text}"),
+            (GuardKind::Repeated, false) => format!("first over {text}"),
+            (GuardKind::Completed, true) => "no exception".to_string(),
+            (GuardKind::Completed, false) => "an exception".to_string(),
+            (GuardKind::Handled, true) => format!("except {text}"),
+            (GuardKind::Handled, false) => format!("not except {text}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ExitKind {
+    Return,
+    Raise,
+    Break,
+    Continue,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LoopKind {
+    For,
+    While,
+}
+
+/// One arm of an `if` chain, a `match` or a `try`'s handlers.
+#[derive(Debug)]
+pub(crate) struct Arm {
+    /// What selects the arm (`None`: an `else`, a bare `except:`, an irrefutable `case`).
+    pub test: Option<Range>,
+    pub kind: GuardKind,
+    /// A `case` clause's `if` guard, which must hold too.
+    pub also: Option<Range>,
+    pub range: Range,
+    pub body: Vec<Flow>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Flow {
+    /// A binding takes effect at `at`.
+    Bind { binding: BindingId, at: usize },
+    /// An `if` chain or a `match`: at most one arm runs; with no `else` (or irrefutable
+    /// case), none may.
+    If {
+        range: Range,
+        arms: Vec<Arm>,
+        exhaustive: bool,
+    },
+    Loop {
+        range: Range,
+        kind: LoopKind,
+        /// The iterable (read once) or the `while` test (read before every pass).
+        header: Range,
+        body_end: usize,
+        body: Vec<Flow>,
+        orelse: Vec<Flow>,
+        orelse_range: Option<Range>,
+    },
+    Try {
+        range: Range,
+        body_range: Range,
+        body: Vec<Flow>,
+        handlers: Vec<Arm>,
+        orelse: Vec<Flow>,
+        orelse_range: Option<Range>,
+        finally: Vec<Flow>,
+        finally_range: Option<Range>,
+    },
+    /// Control leaves at `at` (the statement's end: what it reads is read before).
+    Exit { kind: ExitKind, at: usize },
+}
+
+impl Flow {
+    pub(super) fn start(&self) -> usize {
+        match self {
+            Flow::Bind { at, .. } | Flow::Exit { at, .. } => *at,
+            Flow::If { range, .. } | Flow::Loop { range, .. } | Flow::Try { range, .. } => range.0,
+        }
+    }
+}
