@@ -1167,8 +1167,12 @@ impl<'s> Binder<'s> {
             | "false"
             | "none" => {}
             _ => {
-                for child in named_children(node) {
-                    self.expression(child, scope, branch, out);
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    // A leaf (a name, a number, an operator) binds nothing.
+                    if child.named_child_count() > 0 {
+                        self.expression(child, scope, branch, out);
+                    }
                 }
             }
         }
