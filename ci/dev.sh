@@ -7,6 +7,7 @@
 #                     apply changed. Extra arguments pick suites: `ci/dev.sh real real_apply`.
 #   ci/dev.sh fresh   ci/check-fresh.sh: a second cargo command compiles nothing.
 #   ci/dev.sh wheel   the maturin wheel (`dist` profile) checked as a user installs it.
+#   ci/dev.sh html    ci/check-html.sh: the HTML report in headless Chromium (installs it).
 #   ci/dev.sh bench   bench/audit.sh (large downloads; see its header).
 #   ci/dev.sh all     .ci/run.
 set -euo pipefail
@@ -32,6 +33,7 @@ real)
   cargo test --release "${args[@]}" -- --ignored
   ;;
 fresh) ci/check-fresh.sh ;;
+html) ci/check-html.sh ;;
 wheel)
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT

@@ -604,3 +604,93 @@ fn exhaustive_mode_finds_the_same_gates_on_the_fixtures() {
     let exhaustive = audit(Path::new(SITE), &["--exhaustive"]);
     assert_eq!(fast["gates"], exhaustive["gates"]);
 }
+
+/// `--format html` on the fusion venv: one page with nothing fetched, the verdict matrix with
+/// the cells the JSON says (sglang's fusion gate an opportunity at sm_120, flashinfer's JIT
+/// list a wall, nothing a trap), one finding row per trap/opportunity/wall and target with
+/// its evidence, and text escaped. ci/check-html.sh loads the same page in Chromium.
+#[test]
+fn the_html_report_is_one_page_with_the_matrix_findings_and_coverage() {
+    let site = "testdata/venvs/fusion";
+    let targets = ["--target", "sm_120", "--target", "sm_100"];
+    let output = Command::cargo_bin("gatefix")
+        .unwrap()
+        .args(["audit", site, "--format", "html"])
+        .args(targets)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    for fetched in ["http://", "https://", "<link", " src="] {
+        assert!(!page.contains(fetched), "the page fetches: {fetched}");
+    }
+    // The matrix agrees with the JSON, cell by cell.
+    let doc = common::gatefix_json(
+        ["audit", site, "--format", "json"]
+            .into_iter()
+            .chain(targets)
+            .map(OsString::from)
+            .collect::<Vec<OsString>>(),
+    );
+    let mut expected: std::collections::BTreeMap<(String, String, String), usize> =
+        Default::default();
+    for gate in gates(&doc) {
+        let package = format!(
+            "{} {}",
+            gate["dist"].as_str().unwrap(),
+            gate["dist_version"].as_str().unwrap()
+        );
+        for target in ["sm_120", "sm_100"] {
+            let verdict = gate["verdict"][target].as_str().unwrap().to_string();
+            *expected
+                .entry((package.clone(), target.to_string(), verdict))
+                .or_default() += 1;
+        }
+    }
+    let mut found: std::collections::BTreeMap<(String, String, String), usize> = Default::default();
+    for cell in page.split("<td data-package=\"").skip(1) {
+        let package = cell.split('"').next().unwrap().to_string();
+        let target = cell.split("data-target=\"").nth(1).unwrap();
+        let target = target.split('"').next().unwrap().to_string();
+        let cell = cell.split("</td>").next().unwrap();
+        for chip in cell.split("data-verdict=\"").skip(1) {
+            let verdict = chip.split('"').next().unwrap().to_string();
+            let count = chip.split("data-count=\"").nth(1).unwrap();
+            let count: usize = count.split('"').next().unwrap().parse().unwrap();
+            found.insert((package.clone(), target.clone(), verdict), count);
+        }
+    }
+    assert_eq!(found, expected);
+    assert_eq!(
+        expected.get(&("sglang 0.5.5".into(), "sm_120".into(), "opportunity".into())),
+        Some(&1)
+    );
+    assert!(!found.keys().any(|(_, _, v)| v == "trap"));
+    // Findings: the opportunity and the wall at sm_120, each with its evidence chain.
+    let rows: Vec<&str> = page.split("<tr data-rank=").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{page}");
+    assert!(rows[0].contains("chip opportunity") && rows[0].contains("communicator.py:"));
+    assert!(rows[1].contains("chip wall"));
+    assert!(rows.iter().all(|r| r.contains("<ol><li>")));
+    // Gate text and evidence are escaped (`->` in evidence, `<` in comparisons).
+    let body = page.split("<body>").nth(1).unwrap();
+    let body = body.split("<script>").next().unwrap();
+    for tag in body.split('<').skip(1) {
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        assert!(
+            [
+                "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td", "span", "code",
+                "details", "summary", "ol", "li", "div"
+            ]
+            .contains(&name.as_str()),
+            "unexpected markup <{tag:.40}"
+        );
+    }
+    // The coverage chart: the JIT generators at each target.
+    assert!(page.contains("data-target=\"sm_120\" data-library=\"JIT generators\""));
+}

@@ -103,4 +103,7 @@ pub enum AuditFormat {
     Sarif,
     /// GitHub Actions workflow commands (annotations), plus $GITHUB_STEP_SUMMARY.
     Github,
+    /// One self-contained HTML page: the verdict matrix, the findings with their evidence,
+    /// the site's kernel coverage per target.
+    Html,
 }

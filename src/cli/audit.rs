@@ -10,10 +10,12 @@ use super::args::{AuditFormat, SiteArgs, TargetArgs};
 use super::progress::Progress;
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
+use crate::kernel::query::KernelIndex;
 use crate::ledger::history::History;
 use crate::policy::{Baseline, findings, parse_fail_on, should_fail};
+use crate::report::kernels::KernelsReport;
 use crate::report::sarif::Anchor;
-use crate::report::{AuditReport, github, human, json, sarif};
+use crate::report::{AuditReport, github, html, human, json, sarif};
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, scan_with};
 use crate::site::{Site, discover};
@@ -273,6 +275,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             },
         ),
         AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),
+        AuditFormat::Html => html::render(&report, &kernel_coverage(&site, &result, &args)),
         AuditFormat::Github => {
             if let Err(e) = github::append_step_summary(&report) {
                 eprintln!("gatefix: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
@@ -306,6 +309,40 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     // The process ends next; freeing the lowered modules one by one would only delay that.
     std::mem::forget(result);
     Ok(code)
+}
+
+/// The site's CUDA binaries and JIT generators at each target, for the HTML page's chart.
+fn kernel_coverage(
+    site: &Site,
+    result: &crate::scan::ScanResult,
+    args: &AuditArgs,
+) -> html::KernelCoverage {
+    let index = KernelIndex::build(site, result);
+    let targets = &args.targets.targets;
+    let report = KernelsReport::new(Some(site), &site.root, &index, targets);
+    let generators = &index.jit.generators;
+    let jit = targets
+        .iter()
+        .map(|target| {
+            let read: Vec<_> = generators
+                .iter()
+                .filter(|g| g.unknown_because.is_none())
+                .collect();
+            let admitting = read
+                .iter()
+                .filter(|g| {
+                    g.majors
+                        .as_ref()
+                        .is_none_or(|m| m.contains(&i64::from(target.major)))
+                })
+                .count();
+            (admitting, read.len())
+        })
+        .collect();
+    html::KernelCoverage {
+        libraries: report.distribution_coverage(),
+        jit,
+    }
 }
 
 /// Distribution names compare as PEP 503 normalises them (case, `-`, `_`, `.`).

@@ -120,6 +120,25 @@ impl<'a> KernelsReport<'a> {
             .unwrap_or_else(|| "(files outside any distribution)".into())
     }
 
+    /// Per distribution that ships CUDA binaries ("name version"), its container counts at
+    /// each target, in target order (what `--format html` draws).
+    pub fn distribution_coverage(&self) -> Vec<(String, Vec<CoverageCounts>)> {
+        let mut labels: Vec<String> = self.files.iter().map(|f| self.dist_label(f)).collect();
+        labels.sort();
+        labels.dedup();
+        labels
+            .into_iter()
+            .map(|label| {
+                let counts = self
+                    .targets
+                    .iter()
+                    .map(|&t| self.dist_totals(&label, t))
+                    .collect();
+                (label, counts)
+            })
+            .collect()
+    }
+
     /// Container counts summed over a distribution's files, per target: one library can hold
     /// containers with and without code for a target, and so can a distribution.
     fn dist_totals(&self, label: &str, target: Arch) -> CoverageCounts {

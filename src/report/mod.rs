@@ -2,6 +2,7 @@
 
 pub mod explain;
 pub mod github;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod kernels;
