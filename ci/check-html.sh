@@ -15,11 +15,20 @@ shot=${2:-$work/report.png}
 
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$browser" ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing chromium (apt-get)" >&2
-  $sudo apt-get update -qq >/dev/null || true
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "check-html: no Chromium, and installing it needs root or sudo: install the distribution's chromium package" >&2
+      exit 1
+    }
+    sudo=(sudo)
+  fi
+  install() {
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  }
+  echo "check-html: installing chromium (apt-get)" >&2
+  # The package lists may be current already; refresh them only when the install fails.
+  install || { "${sudo[@]}" apt-get update -qq >/dev/null && install; }
   browser=$(command -v chromium)
 fi
 
