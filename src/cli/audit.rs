@@ -320,14 +320,16 @@ fn kernel_coverage(
     let index = KernelIndex::build(site, result);
     let targets = &args.targets.targets;
     let report = KernelsReport::new(Some(site), &site.root, &index, targets);
-    let generators = &index.jit.generators;
+    // Generators whose arch list could not be read count at no target.
+    let read: Vec<_> = index
+        .jit
+        .generators
+        .iter()
+        .filter(|g| g.unknown_because.is_none())
+        .collect();
     let jit = targets
         .iter()
         .map(|target| {
-            let read: Vec<_> = generators
-                .iter()
-                .filter(|g| g.unknown_because.is_none())
-                .collect();
             let admitting = read
                 .iter()
                 .filter(|g| {

@@ -100,31 +100,21 @@ impl<'s> Binder<'s> {
         id
     }
 
-    /// Records a binding of `name` in `scope` and returns its flow step. A name the scope
-    /// declares `global` or `nonlocal` is also recorded where it lands.
-    #[allow(clippy::too_many_arguments)]
-    fn bind_name(
-        &mut self,
-        scope: ScopeId,
-        name: String,
-        kind: BindingKind,
-        branch: Option<BranchId>,
-        statement: Range,
-        value: Option<Range>,
-        visible_from: usize,
-    ) -> Flow {
+    /// Records a binding in the arena.
+    fn push(&mut self, binding: Binding) -> BindingId {
         let id = BindingId(self.model.bindings.len() as u32);
-        let global = self.model.scopes[scope.index()].globals.contains(&name);
-        let nonlocal = self.model.scopes[scope.index()].nonlocals.contains(&name);
-        self.model.bindings.push(Binding {
-            name: name.clone(),
-            kind,
-            scope,
-            branch,
-            statement,
-            value,
-            visible_from,
-        });
+        self.model.bindings.push(binding);
+        id
+    }
+
+    /// Records a binding of a name in its scope and returns its flow step. A name the scope
+    /// declares `global` or `nonlocal` is also recorded where it lands.
+    fn bind(&mut self, binding: Binding) -> Flow {
+        let (scope, name, at) = (binding.scope, binding.name.clone(), binding.visible_from);
+        let declared = &self.model.scopes[scope.index()];
+        let global = declared.globals.contains(&name);
+        let nonlocal = declared.nonlocals.contains(&name);
+        let id = self.push(binding);
         if global && scope != MODULE_SCOPE {
             self.model.scopes[MODULE_SCOPE.index()]
                 .global_stores
@@ -143,10 +133,7 @@ impl<'s> Binder<'s> {
             .entry(name)
             .or_default()
             .push(id);
-        Flow::Bind {
-            binding: id,
-            at: visible_from,
-        }
+        Flow::Bind { binding: id, at }
     }
 
     /// The nearest enclosing function scope that binds `name` (what `nonlocal` refers to).
@@ -299,16 +286,15 @@ impl<'s> Binder<'s> {
                     };
                     for name in names {
                         let text = self.text(name);
-                        let step = self.bind_name(
+                        out.push(self.bind(Binding {
+                            name: text,
+                            kind: BindingKind::Deletion,
                             scope,
-                            text,
-                            BindingKind::Deletion,
                             branch,
-                            range(node),
-                            None,
-                            node.end_byte(),
-                        );
-                        out.push(step);
+                            statement: range(node),
+                            value: None,
+                            visible_from: node.end_byte(),
+                        }));
                     }
                 }
             }
@@ -352,16 +338,15 @@ impl<'s> Binder<'s> {
                 .filter(|t| t.kind_name() == "identifier")
             {
                 let name = self.text(target);
-                let step = self.bind_name(
-                    scope,
+                out.push(self.bind(Binding {
                     name,
-                    BindingKind::Annotation,
+                    kind: BindingKind::Annotation,
+                    scope,
                     branch,
-                    range(node),
-                    None,
-                    node.end_byte(),
-                );
-                out.push(step);
+                    statement: range(node),
+                    value: None,
+                    visible_from: node.end_byte(),
+                }));
             }
             return;
         };
@@ -399,16 +384,15 @@ impl<'s> Binder<'s> {
         match target.kind_name() {
             "identifier" => {
                 let name = self.text(target);
-                let step = self.bind_name(
-                    scope,
+                out.push(self.bind(Binding {
                     name,
-                    BindingKind::Augmented,
+                    kind: BindingKind::Augmented,
+                    scope,
                     branch,
-                    range(node),
-                    value.map(range),
-                    node.end_byte(),
-                );
-                out.push(step);
+                    statement: range(node),
+                    value: value.map(range),
+                    visible_from: node.end_byte(),
+                }));
             }
             _ => self.targets(
                 target,
@@ -439,16 +423,15 @@ impl<'s> Binder<'s> {
                         TargetKind::For => BindingKind::For { path },
                         TargetKind::With => BindingKind::With { path },
                     };
-                    let step = self.bind_name(
-                        how.scope,
+                    out.push(self.bind(Binding {
                         name,
                         kind,
-                        how.branch,
-                        how.statement,
-                        how.value,
-                        how.visible_from,
-                    );
-                    out.push(step);
+                        scope: how.scope,
+                        branch: how.branch,
+                        statement: how.statement,
+                        value: how.value,
+                        visible_from: how.visible_from,
+                    }));
                 }
                 "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
                 | "expression_list" => {
@@ -474,8 +457,7 @@ impl<'s> Binder<'s> {
                                 && self.text(object) == receiver =>
                         {
                             let name = self.text(attr);
-                            let id = BindingId(self.model.bindings.len() as u32);
-                            self.model.bindings.push(Binding {
+                            let id = self.push(Binding {
                                 name: name.clone(),
                                 kind: BindingKind::Attribute,
                                 scope: how.scope,
@@ -666,16 +648,15 @@ impl<'s> Binder<'s> {
                         if target.kind_name() == "identifier" {
                             let name = self.text(target);
                             let start = block.map_or(clause.end_byte(), |b| b.start_byte());
-                            let step = self.bind_name(
-                                scope,
+                            flows.push(self.bind(Binding {
                                 name,
-                                BindingKind::Except,
-                                Some(id),
-                                (clause.start_byte(), start),
-                                types.map(range),
-                                start,
-                            );
-                            flows.push(step);
+                                kind: BindingKind::Except,
+                                scope,
+                                branch: Some(id),
+                                statement: (clause.start_byte(), start),
+                                value: types.map(range),
+                                visible_from: start,
+                            }));
                         }
                     }
                     if let Some(block) = block {
@@ -806,16 +787,15 @@ impl<'s> Binder<'s> {
                 .map_or(case.end_byte(), |b| b.start_byte());
             for capture in self.captures(&patterns) {
                 let name = self.text(capture);
-                let step = self.bind_name(
-                    scope,
+                flows.push(self.bind(Binding {
                     name,
-                    BindingKind::MatchCapture,
-                    Some(id),
-                    range(case),
-                    node.field(F::Subject).map(range),
-                    start,
-                );
-                flows.push(step);
+                    kind: BindingKind::MatchCapture,
+                    scope,
+                    branch: Some(id),
+                    statement: range(case),
+                    value: node.field(F::Subject).map(range),
+                    visible_from: start,
+                }));
             }
             if let Some(consequence) = case.field(F::Consequence) {
                 flows.extend(self.statements(consequence, scope, Some(id)));
@@ -836,9 +816,16 @@ impl<'s> Binder<'s> {
     }
 
     /// `case _:` or `case x:`: a pattern that always matches.
+    /// A literal (`case 1:`, `case None:`) or a dotted value (`case Arch.SM90:`) is not.
     fn is_irrefutable(&self, pattern: Node) -> bool {
-        let text = self.text(pattern);
-        text == "_" || (text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        if self.text(pattern).trim() == "_" {
+            return true;
+        }
+        let inner = named_children(pattern);
+        match inner.as_slice() {
+            [name] if name.kind_name() == "dotted_name" => named_children(*name).len() == 1,
+            _ => false,
+        }
     }
 
     /// The names a `case` pattern captures: bare names (not a class pattern's class, not a
@@ -906,16 +893,15 @@ impl<'s> Binder<'s> {
         }
         flows.extend(self.statements(body, function, None));
         self.model.scopes[function.index()].flow = flows;
-        let step = self.bind_name(
-            scope,
+        out.push(self.bind(Binding {
             name,
-            BindingKind::FunctionDef,
+            kind: BindingKind::FunctionDef,
+            scope,
             branch,
-            range(statement),
-            None,
-            statement.end_byte(),
-        );
-        out.push(step);
+            statement: range(statement),
+            value: None,
+            visible_from: statement.end_byte(),
+        }));
     }
 
     /// Binds a function's or lambda's parameters in `function`, visible from `start`; their
@@ -933,10 +919,17 @@ impl<'s> Binder<'s> {
         for (index, param) in params.iter().enumerate() {
             let (name, default, annotation) = match param.kind_name() {
                 "identifier" => (Some(*param), None, None),
+                // `x: T`, `*args: T`, `**kwargs: T`.
                 "typed_parameter" => (
                     named_children(*param)
                         .into_iter()
-                        .find(|c| c.kind_name() == "identifier"),
+                        .find_map(|c| match c.kind_name() {
+                            "identifier" => Some(c),
+                            "list_splat_pattern" | "dictionary_splat_pattern" => named_children(c)
+                                .into_iter()
+                                .find(|n| n.kind_name() == "identifier"),
+                            _ => None,
+                        }),
                     None,
                     param.field(F::Type),
                 ),
@@ -962,20 +955,19 @@ impl<'s> Binder<'s> {
             };
             let text = self.text(name);
             names.push(text.clone());
-            let step = self.bind_name(
-                function,
-                text,
-                BindingKind::Parameter {
+            flows.push(self.bind(Binding {
+                name: text,
+                kind: BindingKind::Parameter {
                     index,
                     default: default.map(range),
                     annotation: annotation.map(range),
                 },
-                None,
-                range(*param),
-                default.map(range),
-                start,
-            );
-            flows.push(step);
+                scope: function,
+                branch: None,
+                statement: range(*param),
+                value: default.map(range),
+                visible_from: start,
+            }));
         }
         names
     }
@@ -997,7 +989,14 @@ impl<'s> Binder<'s> {
             for base in named_children(superclasses) {
                 self.expression(base, scope, branch, out);
                 if base.kind_name() != "keyword_argument" {
-                    bases.push(range(base));
+                    let text = self.text(base);
+                    bases.push(
+                        text.rsplit('.')
+                            .next()
+                            .unwrap_or_default()
+                            .trim()
+                            .to_string(),
+                    );
                 }
             }
         }
@@ -1011,16 +1010,15 @@ impl<'s> Binder<'s> {
         self.model.scopes[class.index()].bases = bases;
         let flows = self.statements(body, class, None);
         self.model.scopes[class.index()].flow = flows;
-        let step = self.bind_name(
-            scope,
+        out.push(self.bind(Binding {
             name,
-            BindingKind::ClassDef,
+            kind: BindingKind::ClassDef,
+            scope,
             branch,
-            range(statement),
-            None,
-            statement.end_byte(),
-        );
-        out.push(step);
+            statement: range(statement),
+            value: None,
+            visible_from: statement.end_byte(),
+        }));
     }
 
     fn import(
@@ -1044,19 +1042,18 @@ impl<'s> Binder<'s> {
                 }
                 _ => continue,
             };
-            let step = self.bind_name(
-                scope,
-                bound,
-                BindingKind::Import {
+            out.push(self.bind(Binding {
+                name: bound,
+                kind: BindingKind::Import {
                     module,
                     member: None,
                 },
+                scope,
                 branch,
-                range(node),
-                None,
-                node.end_byte(),
-            );
-            out.push(step);
+                statement: range(node),
+                value: None,
+                visible_from: node.end_byte(),
+            }));
         }
     }
 
@@ -1083,19 +1080,18 @@ impl<'s> Binder<'s> {
                 "dotted_name" => (self.text(name), self.text(name)),
                 _ => continue,
             };
-            let step = self.bind_name(
-                scope,
-                bound,
-                BindingKind::Import {
+            out.push(self.bind(Binding {
+                name: bound,
+                kind: BindingKind::Import {
                     module: module_text.clone(),
                     member: Some(member),
                 },
+                scope,
                 branch,
-                range(node),
-                None,
-                node.end_byte(),
-            );
-            out.push(step);
+                statement: range(node),
+                value: None,
+                visible_from: node.end_byte(),
+            }));
         }
     }
 
@@ -1121,16 +1117,15 @@ impl<'s> Binder<'s> {
                 if let Some(name) = node.field(F::Name) {
                     let text = self.text(name);
                     let target = self.walrus_scope(scope);
-                    let step = self.bind_name(
-                        target,
-                        text,
-                        BindingKind::Walrus,
+                    out.push(self.bind(Binding {
+                        name: text,
+                        kind: BindingKind::Walrus,
+                        scope: target,
                         branch,
-                        range(node),
-                        node.field(F::Value).map(range),
-                        node.end_byte(),
-                    );
-                    out.push(step);
+                        statement: range(node),
+                        value: node.field(F::Value).map(range),
+                        visible_from: node.end_byte(),
+                    }));
                 }
             }
             "lambda" => {

@@ -340,12 +340,7 @@ impl Walker<'_> {
                 self.loops.push(LoopExits::default());
                 let first = self.run_through(body, state.clone());
                 let exits = self.loops.pop().unwrap_or_default();
-                let back = join(
-                    std::iter::once(first)
-                        .chain(exits.continues.into_iter().map(Some))
-                        .map(|s| (Vec::new(), s))
-                        .collect(),
-                );
+                let back = union(first, exits.continues);
                 let entry = join(vec![
                     (vec![guard(GuardKind::Repeated, false)], state.clone()),
                     (vec![guard(GuardKind::Repeated, true)], back),
@@ -362,12 +357,7 @@ impl Walker<'_> {
                 }
                 let second = self.run(body, entry);
                 let exits = self.loops.pop().unwrap_or_default();
-                let passed = join(
-                    std::iter::once(second)
-                        .chain(exits.continues.into_iter().map(Some))
-                        .map(|s| (Vec::new(), s))
-                        .collect(),
-                );
+                let passed = union(second, exits.continues);
                 let normal = join(vec![
                     (vec![guard(GuardKind::Iterated, false)], state),
                     (vec![guard(GuardKind::Iterated, true)], passed),
@@ -379,12 +369,7 @@ impl Walker<'_> {
                     }
                     _ => self.run(orelse, normal),
                 };
-                join(
-                    std::iter::once(after_else)
-                        .chain(exits.breaks.into_iter().map(Some))
-                        .map(|s| (Vec::new(), s))
-                        .collect(),
-                )
+                union(after_else, exits.breaks)
             }
             Flow::Try {
                 range,
@@ -451,7 +436,7 @@ impl Walker<'_> {
                 match finally_range {
                     Some(clause) if inside && self.cursor < clause.1 => {
                         // `finally` also runs when an exception leaves the statement.
-                        let entry = join(vec![(Vec::new(), joined), (Vec::new(), raised)]);
+                        let entry = union(joined, raised);
                         self.run_to_cursor(finally, entry);
                         None
                     }
@@ -548,6 +533,16 @@ fn join(paths: Vec<(Vec<Guard>, Option<State>)>) -> Option<State> {
         }
     }
     Some(joined)
+}
+
+/// The join of paths that meet with nothing to tell them apart (a loop's back edges, its
+/// `break`s): a binding that differs between them reaches under the ways it came with.
+fn union(first: Option<State>, more: impl IntoIterator<Item = State>) -> Option<State> {
+    let paths = std::iter::once(first)
+        .chain(more.into_iter().map(Some))
+        .map(|state| (Vec::new(), state))
+        .collect();
+    join(paths)
 }
 
 /// `a and b`, or `None` when they contradict each other.

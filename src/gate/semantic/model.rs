@@ -63,8 +63,9 @@ pub struct Scope {
     pub nonlocals: Vec<String>,
     /// On a class: the stores `self.x = ...` / `cls.x = ...` its methods make, by attribute.
     pub attributes: HashMap<String, Vec<BindingId>>,
-    /// On a class: its bases as written (`Base`, `mod.Base`), without keywords.
-    pub bases: Vec<Range>,
+    /// On a class: the last name of each base (`Base` for `Base` and `mod.Base`), keywords
+    /// (`metaclass=...`) left out: what a class of this module is found by.
+    pub bases: Vec<String>,
     /// On the module: stores to module names made inside functions under `global`.
     pub global_stores: HashMap<String, Vec<BindingId>>,
     /// On a function: stores made by nested functions under `nonlocal`.
@@ -222,23 +223,15 @@ impl SemanticModel {
     /// class body's own bindings of the name and its methods' `self.attr` stores, then those
     /// of its bases, then those of its subclasses (an instance may be of any of them), as far
     /// as this module defines them. Each class is read once.
-    pub fn attribute_bindings(&self, src: &[u8], class: ScopeId, attr: &str) -> Vec<BindingId> {
-        let mut order = vec![class];
-        let mut i = 0;
-        while i < order.len() {
-            let scope = self.scope(order[i]);
-            for &base in &scope.bases {
-                let text = String::from_utf8_lossy(&src[base.0..base.1]);
-                let last = text.rsplit('.').next().unwrap_or_default().trim();
-                for found in self.classes_named(last) {
-                    if !order.contains(&found) {
-                        order.push(found);
-                    }
-                }
-            }
-            i += 1;
-        }
-        for derived in self.subclasses(src, class) {
+    pub fn attribute_bindings(&self, class: ScopeId, attr: &str) -> Vec<BindingId> {
+        let mut order = self.related(class, |scope, _| {
+            scope
+                .bases
+                .iter()
+                .flat_map(|base| self.classes_named(base))
+                .collect()
+        });
+        for derived in self.related(class, |_, id| self.derived_from(id)) {
             if !order.contains(&derived) {
                 order.push(derived);
             }
@@ -252,34 +245,38 @@ impl SemanticModel {
         out
     }
 
-    /// The classes of the module deriving from `class`, directly or not, by base name.
-    fn subclasses(&self, src: &[u8], class: ScopeId) -> Vec<ScopeId> {
-        let mut found = vec![class];
+    /// `class` and the classes reached from it by `step`, transitively, each once, in the
+    /// order found.
+    fn related(
+        &self,
+        class: ScopeId,
+        step: impl Fn(&Scope, ScopeId) -> Vec<ScopeId>,
+    ) -> Vec<ScopeId> {
+        let mut order = vec![class];
         let mut i = 0;
-        while i < found.len() {
-            let Some(name) = self.scope(found[i]).name.clone() else {
-                i += 1;
-                continue;
-            };
-            for (j, scope) in self.scopes.iter().enumerate() {
-                let id = ScopeId(j as u32);
-                if scope.kind != ScopeKind::Class || found.contains(&id) {
-                    continue;
-                }
-                let derives = scope.bases.iter().any(|&(start, end)| {
-                    let text = String::from_utf8_lossy(&src[start..end]);
-                    text.rsplit('.')
-                        .next()
-                        .is_some_and(|last| last.trim() == name)
-                });
-                if derives {
-                    found.push(id);
+        while i < order.len() {
+            for next in step(self.scope(order[i]), order[i]) {
+                if !order.contains(&next) {
+                    order.push(next);
                 }
             }
             i += 1;
         }
-        found.remove(0);
-        found
+        order
+    }
+
+    /// The classes of the module that name `class` among their bases.
+    fn derived_from(&self, class: ScopeId) -> Vec<ScopeId> {
+        let Some(name) = self.scope(class).name.as_deref() else {
+            return Vec::new();
+        };
+        (0..self.scopes.len())
+            .map(|i| ScopeId(i as u32))
+            .filter(|&id| {
+                let scope = self.scope(id);
+                scope.kind == ScopeKind::Class && scope.bases.iter().any(|b| b == name)
+            })
+            .collect()
     }
 }
 

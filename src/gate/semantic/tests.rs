@@ -362,6 +362,10 @@ fn parameters_bind_at_the_start_of_the_body_with_default_and_annotation() {
     // A name the function does not bind is the module's.
     assert_eq!(reach(src, "arch"), ["arch: int"]);
     assert_eq!(reach(src, "other"), ["unbound"]);
+    // Typed `*args` and `**kwargs`.
+    let src = "def f(*archs: int, **flags: bool):\n    return CURSOR\n";
+    assert_eq!(reach(src, "archs"), ["*archs: int"]);
+    assert_eq!(reach(src, "flags"), ["**flags: bool"]);
 }
 
 #[test]
@@ -438,6 +442,22 @@ CURSOR
             "kind = None if not case (10, minor)"
         ]
     );
+    // A literal or dotted value pattern can fail: the match is not exhaustive, a capture is.
+    for (case, exhaustive) in [
+        ("1", false),
+        ("None", false),
+        ("Arch.SM90", false),
+        ("other", true),
+    ] {
+        let src = format!("x = 0\nmatch cap:\n    case {case}:\n        x = 1\nCURSOR\n");
+        let expected: &[&str] = if exhaustive {
+            &["x = 1"]
+        } else {
+            &["x = 0 if not case {case}", "x = 1 if case {case}"]
+        };
+        let expected: Vec<String> = expected.iter().map(|e| e.replace("{case}", case)).collect();
+        assert_eq!(reach(&src, "x"), expected, "case {case}");
+    }
     assert_eq!(
         reach(src, "minor"),
         [
@@ -471,7 +491,7 @@ class Unrelated:
     let class = |name: &str| model.classes_named(name).next().unwrap();
     let stores = |class_id| -> Vec<String> {
         model
-            .attribute_bindings(src.as_bytes(), class_id, "fast")
+            .attribute_bindings(class_id, "fast")
             .into_iter()
             .map(|id| {
                 let b = model.binding(id);
