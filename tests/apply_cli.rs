@@ -226,7 +226,25 @@ fn a_missing_kernel_refuses_with_the_evidence_chain() {
         text.contains("sglang-ar-fusion-communicator (sglang 0.5.5): REFUSED"),
         "{text}"
     );
-    assert!(text.contains("the gate at sglang/srt/layers/communicator.py:24 needs JIT generator flashinfer.jit.comm:gen_trtllm_comm_module"), "{text}");
+    // The line is the one `audit` gives the gate (its condition starts at `if (`), not the
+    // line of the edited operand below it.
+    let audit = run(vec![
+        "audit".into(),
+        root.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "--no-verdicts".into(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let lines: Vec<u64> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"] == COMMUNICATOR && g["text"].as_str().unwrap().contains("and fuse"))
+        .map(|g| g["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [23], "{doc}");
+    assert!(text.contains("the gate at sglang/srt/layers/communicator.py:23 needs JIT generator flashinfer.jit.comm:gen_trtllm_comm_module"), "{text}");
     assert!(
         text.contains("flashinfer/jit/comm.py:7 supported_major_versions=[9, 10]"),
         "{text}"

@@ -326,11 +326,30 @@ fn a_baseline_survives_a_line_shift_and_reports_a_new_gate() {
         "def newer(x):\n    if is_blackwell_supported():\n        return \"mnnvl\"\n    return x\n\n\ndef something_else(x):",
     );
     std::fs::write(&path, with_new).unwrap();
-    assert_eq!(
-        audit(&site, &strict).status.code(),
-        Some(1),
-        "a new trap is new"
-    );
+    let hook = audit(&site, &[&strict[..], &["--color", "never"]].concat());
+    assert_eq!(hook.status.code(), Some(1), "a new trap is new");
+    // What the pre-commit hook shows: the new trap, the old findings only counted.
+    let text = stdout(&hook);
+    assert!(text.contains("TRAPS (1 new, 1 in the baseline)"), "{text}");
+    let listed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("sglang/"))
+        .collect();
+    assert_eq!(listed.len(), 1, "{text}");
+    assert!(listed[0].contains(&format!("{BACKENDS}:39")), "{text}");
+    // GitHub: the new trap alone is annotated, after a line counting both.
+    let github = stdout(&audit(
+        &site,
+        &[&strict[..], &["--format", "github"]].concat(),
+    ));
+    let annotations: Vec<&str> = github
+        .lines()
+        .filter(|l| l.starts_with("::"))
+        .map(|l| l.split("::").nth(1).unwrap())
+        .collect();
+    assert_eq!(annotations.len(), 1, "{github}");
+    assert!(annotations[0].contains(",line=39,"), "{annotations:?}");
+    assert!(github.starts_with("gatefix: 1 new finding(s), 5 in the baseline"));
     let lenient = [
         "--baseline",
         baseline.to_str().unwrap(),

@@ -277,10 +277,15 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),
         AuditFormat::Html => html::render(&report, &kernel_coverage(&site, &result, &args)),
         AuditFormat::Github => {
-            if let Err(e) = github::append_step_summary(&report) {
+            if let Err(e) = github::append_step_summary(&report, accepted.as_ref()) {
                 eprintln!("gatefix: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
             }
-            github::render(&report, anchor.as_ref(), args.show == Show::All)
+            github::render(
+                &report,
+                anchor.as_ref(),
+                args.show == Show::All,
+                accepted.as_ref(),
+            )
         }
     };
     let mut stdout = std::io::stdout().lock();

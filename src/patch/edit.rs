@@ -208,9 +208,26 @@ fn hit(node: Node, src: &[u8]) -> Hit {
     let text = String::from_utf8_lossy(&src[node.byte_range()]);
     let first_line = text.lines().next().unwrap_or("").trim().to_string();
     Hit {
-        line: node.start_position().row + 1,
+        line: decision_of(node).start_position().row + 1,
         text: first_line,
     }
+}
+
+/// The whole condition an anchored operand belongs to: `audit` reports a gate by the line
+/// where its decision starts (`if (\n  (a or b)\n  and c\n):` at the `(`), so a patch that
+/// edits the inner `(a or b)` names the same line.
+fn decision_of(node: Node) -> Node {
+    let mut node = node;
+    while let Some(parent) = node.parent() {
+        if !matches!(
+            parent.kind(),
+            "parenthesized_expression" | "boolean_operator" | "not_operator"
+        ) {
+            break;
+        }
+        node = parent;
+    }
+    node
 }
 
 /// When the anchor is gone, is the edit's result there instead? The result is found by
@@ -718,6 +735,28 @@ mod tests {
         );
         let (again, _) = run(&new, gate("(a or b)", Some("f")), action);
         assert!(matches!(again, EditState::Applied { .. }), "{again:?}");
+    }
+
+    #[test]
+    fn a_hit_names_the_line_its_condition_starts_on_as_audit_does() {
+        // sglang 0.5.5 `communicator.py:567`: the anchor is the inner `(a or b)` on the next
+        // line; audit reports the gate at the opening parenthesis.
+        let src = "def f():\n    if (\n        (a or b)\n        and c\n    ):\n        pass\n\n\
+                   def h():\n    x = g(\n        (a or b),\n    )\n";
+        let line = |function: &str| {
+            let (state, _) = run(
+                src,
+                gate("(a or b)", Some(function)),
+                Action::OrExtend("d".into()),
+            );
+            match state {
+                EditState::Ready { hit: Some(hit), .. } => (hit.line, hit.text),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(line("f"), (2, "(a or b)".to_string()));
+        // An argument is its own decision: the call around it is not climbed.
+        assert_eq!(line("h"), (10, "(a or b)".to_string()));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::AuditReport;
 use super::sarif::{self, Anchor};
+use super::{Accepted, AuditReport};
 use crate::gate::predicate::collapse_whitespace;
 use crate::scan::Gate;
 use crate::verdict::{Verdict, VerdictKind};
@@ -108,16 +108,38 @@ fn annotation_rank(kind: VerdictKind) -> usize {
 
 /// The workflow commands of an audit, one per line, with a plain overflow line per level past
 /// [`ANNOTATIONS_PER_LEVEL`]; `unverified` only with `annotate_unverified`. Empty without
-/// verdicts.
-pub fn render(report: &AuditReport, anchor: Option<&Anchor>, annotate_unverified: bool) -> String {
+/// verdicts. With a baseline (`accepted`), only the new findings are annotated, after a line
+/// that counts new and old: a pull request shows what it changed, not what was accepted.
+pub fn render(
+    report: &AuditReport,
+    anchor: Option<&Anchor>,
+    annotate_unverified: bool,
+    accepted: Option<&Accepted>,
+) -> String {
     let mut out = String::new();
     let mut shown = [0usize; LEVELS.len()];
     let mut hidden = [0usize; LEVELS.len()];
     let mut ordered = findings(report);
-    ordered.retain(|(_, _, v)| annotate_unverified || v.kind != VerdictKind::Unverified);
+    ordered.retain(|f| annotate_unverified || f.verdict.kind != VerdictKind::Unverified);
+    if accepted.is_some() {
+        let total = ordered.len();
+        ordered.retain(|f| !f.accepted(accepted));
+        let _ = writeln!(
+            out,
+            "gatefix: {} new finding(s), {} in the baseline (not annotated)",
+            ordered.len(),
+            total - ordered.len()
+        );
+    }
     // Stable: within a kind, report order.
-    ordered.sort_by_key(|(_, _, v)| annotation_rank(v.kind));
-    for (gate, target_index, verdict) in ordered {
+    ordered.sort_by_key(|f| annotation_rank(f.verdict.kind));
+    for Finding {
+        gate,
+        target_index,
+        verdict,
+        ..
+    } in ordered
+    {
         let Some(level) = command(verdict.kind) else {
             continue;
         };
@@ -148,16 +170,36 @@ pub fn render(report: &AuditReport, anchor: Option<&Anchor>, annotate_unverified
     out
 }
 
-/// Every non-open verdict with its gate and target index, in report order.
-fn findings<'a>(report: &'a AuditReport) -> Vec<(&'a Gate, usize, &'a Verdict)> {
+/// A non-open verdict: its gate (and the gate's index in the report) and target index.
+struct Finding<'a> {
+    gate_index: usize,
+    gate: &'a Gate,
+    target_index: usize,
+    verdict: &'a Verdict,
+}
+
+impl Finding<'_> {
+    /// Whether the baseline accepts it.
+    fn accepted(&self, accepted: Option<&Accepted>) -> bool {
+        accepted.is_some_and(|a| a.contains(&(self.gate_index, self.target_index)))
+    }
+}
+
+/// Every non-open verdict, in report order.
+fn findings<'a>(report: &'a AuditReport) -> Vec<Finding<'a>> {
     let Some(verdicts) = report.verdicts else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (gate, per_target) in report.result.gates.iter().zip(verdicts) {
+    for (gate_index, (gate, per_target)) in report.result.gates.iter().zip(verdicts).enumerate() {
         for (target_index, verdict) in per_target.iter().enumerate().take(report.targets.len()) {
             if verdict.kind != VerdictKind::Open {
-                out.push((gate, target_index, verdict));
+                out.push(Finding {
+                    gate_index,
+                    gate,
+                    target_index,
+                    verdict,
+                });
             }
         }
     }
@@ -208,8 +250,9 @@ fn shorten(text: &str, limit: usize) -> String {
     short
 }
 
-/// The step summary: counts of every verdict per target, then one table row per finding.
-pub fn step_summary(report: &AuditReport) -> String {
+/// The step summary: counts of every verdict per target, then one table row per finding:
+/// with a baseline (`accepted`) the new ones first, then those it accepts, marked.
+pub fn step_summary(report: &AuditReport, accepted: Option<&Accepted>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## gatefix audit\n");
     let targets: Vec<String> = report.targets.iter().map(|t| t.to_string()).collect();
@@ -253,63 +296,82 @@ pub fn step_summary(report: &AuditReport) -> String {
     }
     out.push('\n');
 
-    let findings = findings(report);
+    let mut findings = findings(report);
     let _ = writeln!(out, "### Findings\n");
     if findings.is_empty() {
         let _ = writeln!(out, "None: every gate is open at every target.");
         return out;
+    }
+    if accepted.is_some() {
+        let old = findings.iter().filter(|f| f.accepted(accepted)).count();
+        let _ = writeln!(
+            out,
+            "{} new, {old} in the baseline (listed after the new ones, marked *baseline*).\n",
+            findings.len() - old
+        );
     }
     let _ = writeln!(
         out,
         "| verdict | target | dist version | file:line | gate | evidence |\n\
          | --- | --- | --- | --- | --- | --- |"
     );
-    // Traps first, then opportunities, walls and the rest: what breaks a run is never
-    // below what merely could be better, and never cut.
-    let mut findings = findings;
-    findings.sort_by_key(|(_, _, verdict)| summary_rank(verdict.kind));
-    let row = |gate: &Gate, target_index: usize, verdict: &Verdict, evidence_chars: usize| {
+    // New before old; then traps, opportunities, walls and the rest: what breaks a run is
+    // never below what merely could be better.
+    findings.sort_by_key(|f| (f.accepted(accepted), summary_rank(f.verdict.kind)));
+    let row = |finding: &Finding, evidence_chars: usize| {
+        let Finding {
+            gate,
+            target_index,
+            verdict,
+            ..
+        } = finding;
         format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {}{} | {} | {} | {} | {} | {} |\n",
             verdict.kind.name(),
-            report.targets[target_index],
+            if finding.accepted(accepted) {
+                " *baseline*"
+            } else {
+                ""
+            },
+            report.targets[*target_index],
             md_text(&sarif::dist_label(gate)),
             md_code(&format!("{}:{}", gate.file, gate.line)),
             md_code(&shorten(&gate.text, SUMMARY_TEXT_CHARS)),
             md_text(&shorten(&verdict.evidence.join("; "), evidence_chars)),
         )
     };
-    for (index, (gate, target_index, verdict)) in findings.iter().enumerate() {
-        let mut line = row(gate, *target_index, verdict, SUMMARY_EVIDENCE_CHARS);
+    // Past the limit only traps are listed, whatever the room (their evidence shrinks to
+    // its start); the rest are counted.
+    let mut left_out = [0usize; VerdictKind::ALL.len()];
+    for finding in &findings {
+        let mut line = row(finding, SUMMARY_EVIDENCE_CHARS);
         if out.len() + line.len() > SUMMARY_LIMIT_BYTES {
-            if verdict.kind == VerdictKind::Trap {
-                // A trap is listed whatever the room: its evidence shrinks to its start.
-                line = row(gate, *target_index, verdict, SUMMARY_TEXT_CHARS);
-            } else {
-                let rest = &findings[index..];
-                let count =
-                    |kind: VerdictKind| rest.iter().filter(|(_, _, v)| v.kind == kind).count();
-                let kinds: Vec<String> = [
-                    VerdictKind::Opportunity,
-                    VerdictKind::Wall,
-                    VerdictKind::Unverified,
-                ]
-                .into_iter()
-                .filter(|kind| count(*kind) > 0)
-                .map(|kind| format!("{} {}", count(kind), kind.name()))
-                .collect();
-                let _ = writeln!(
-                    out,
-                    "\n{} more finding(s) not shown ({}): GitHub limits a step summary to 1 MiB. \
-                     The SARIF file (`gatefix audit --format sarif`, uploaded by the action) and \
-                     `--format json` list every one.",
-                    rest.len(),
-                    kinds.join(", ")
-                );
-                return out;
+            if finding.verdict.kind != VerdictKind::Trap {
+                left_out[summary_rank(finding.verdict.kind)] += 1;
+                continue;
             }
+            line = row(finding, SUMMARY_TEXT_CHARS);
         }
         out.push_str(&line);
+    }
+    let not_shown: usize = left_out.iter().sum();
+    if not_shown > 0 {
+        let kinds: Vec<String> = [
+            VerdictKind::Opportunity,
+            VerdictKind::Wall,
+            VerdictKind::Unverified,
+        ]
+        .into_iter()
+        .filter(|kind| left_out[summary_rank(*kind)] > 0)
+        .map(|kind| format!("{} {}", left_out[summary_rank(kind)], kind.name()))
+        .collect();
+        let _ = writeln!(
+            out,
+            "\n{not_shown} more finding(s) not shown ({}): GitHub limits a step summary to 1 MiB. \
+             The SARIF file (`gatefix audit --format sarif`, uploaded by the action) and \
+             `--format json` list every one.",
+            kinds.join(", ")
+        );
     }
     out
 }
@@ -327,20 +389,29 @@ fn summary_rank(kind: VerdictKind) -> usize {
 
 /// Appends the step summary to the file `$GITHUB_STEP_SUMMARY` names; does nothing when the
 /// variable is unset or empty (outside GitHub Actions).
-pub fn append_step_summary(report: &AuditReport) -> std::io::Result<()> {
+pub fn append_step_summary(
+    report: &AuditReport,
+    accepted: Option<&Accepted>,
+) -> std::io::Result<()> {
     match std::env::var_os("GITHUB_STEP_SUMMARY") {
-        Some(path) if !path.is_empty() => append_step_summary_to(report, Path::new(&path)),
+        Some(path) if !path.is_empty() => {
+            append_step_summary_to(report, accepted, Path::new(&path))
+        }
         _ => Ok(()),
     }
 }
 
 /// Appends the step summary to `path`, after a blank line when the file already has content.
-pub fn append_step_summary_to(report: &AuditReport, path: &Path) -> std::io::Result<()> {
+pub fn append_step_summary_to(
+    report: &AuditReport,
+    accepted: Option<&Accepted>,
+    path: &Path,
+) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)?;
-    let mut text = step_summary(report);
+    let mut text = step_summary(report, accepted);
     if file.metadata()?.len() > 0 {
         text.insert(0, '\n');
     }
@@ -392,7 +463,7 @@ mod tests {
                 .collect()
         };
         // Traps, then walls, then opportunities; unverified only when asked.
-        let out = render(&f.report(), None, true);
+        let out = render(&f.report(), None, true, None);
         assert_eq!(levels(&out), ["error", "notice", "warning", "notice"]);
         assert!(
             lines(&out)[1].contains("file=sglang/b.py,"),
@@ -400,12 +471,12 @@ mod tests {
         );
         assert!(lines(&out).iter().all(|l| l.starts_with("::")));
         assert!(!out.contains("sglang/c.py"));
-        let out = render(&f.report(), None, false);
+        let out = render(&f.report(), None, false, None);
         assert_eq!(levels(&out), ["error", "notice", "warning"]);
         assert!(!out.contains("unverified"), "{out}");
         let mut report = f.report();
         report.verdicts = None;
-        assert_eq!(render(&report, None, true), "");
+        assert_eq!(render(&report, None, true, None), "");
     }
 
     #[test]
@@ -418,7 +489,7 @@ mod tests {
             );
         }
         f.add(gate("sglang", "sglang/w.py", 1, "w"), &[Wall]);
-        let out = render(&f.report(), None, false);
+        let out = render(&f.report(), None, false, None);
         assert_eq!(lines(&out).len(), 1, "{out}");
         assert!(out.starts_with("::notice file=sglang/w.py,"), "{out}");
     }
@@ -435,7 +506,7 @@ mod tests {
             ),
             &[Trap],
         );
-        let out = render(&f.report(), None, true);
+        let out = render(&f.report(), None, true, None);
         assert_eq!(lines(&out).len(), 1, "{out}");
         let line = lines(&out)[0];
         assert!(line.starts_with("::error file=sglang/a%2Cb%3Ac.py,line=7,endLine=8,title="));
@@ -461,7 +532,7 @@ mod tests {
             gate("sglang", "sglang/two.py", 10, "if a and\n    b:"),
             &[Trap],
         );
-        let out = render(&f.report(), None, true);
+        let out = render(&f.report(), None, true, None);
         let (one, two) = (lines(&out)[0], lines(&out)[1]);
         assert_eq!(property(one, "line"), Some("3"));
         assert_eq!(property(one, "endLine"), Some("3"));
@@ -484,7 +555,7 @@ mod tests {
             path: "ci/requirements.txt".into(),
             text: "torch==2.8\nSGLang[all]==0.5.0\n".into(),
         };
-        let out = render(&f.report(), Some(&anchor), true);
+        let out = render(&f.report(), Some(&anchor), true, None);
         let line = lines(&out)[0];
         assert!(line.starts_with("::notice "));
         assert_eq!(property(line, "file"), Some("ci/requirements.txt"));
@@ -510,7 +581,7 @@ mod tests {
         for i in 0..3 {
             f.add(gate("sglang", &format!("sglang/w{i}.py"), 1, "w"), &[Wall]);
         }
-        let out = render(&f.report(), None, true);
+        let out = render(&f.report(), None, true, None);
         let count = |prefix: &str| lines(&out).iter().filter(|l| l.starts_with(prefix)).count();
         assert_eq!(count("::error "), 10);
         assert_eq!(count("::warning "), 10);
@@ -558,7 +629,7 @@ mod tests {
         f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Wall, Open]);
         f.add(gate("sglang", "sglang/c.py", 2, "y"), &[Open, Unverified]);
         f.verdicts[1][0].evidence = vec!["<script> | *bold*".into()];
-        let summary = step_summary(&f.report());
+        let summary = step_summary(&f.report(), None);
         assert!(summary.starts_with("## gatefix audit\n"));
         let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with('|')).collect();
         let counts = rows.iter().find(|r| r.starts_with("| sm_120 |")).unwrap();
@@ -593,10 +664,10 @@ mod tests {
     fn step_summary_without_verdicts_or_findings_says_so() {
         let mut f = Fixture::new(&[SM120]);
         f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Open]);
-        assert!(step_summary(&f.report()).contains("None: every gate is open"));
+        assert!(step_summary(&f.report(), None).contains("None: every gate is open"));
         let mut report = f.report();
         report.verdicts = None;
-        let summary = step_summary(&report);
+        let summary = step_summary(&report, None);
         assert!(summary.contains("Verdicts were not computed"));
         assert!(!summary.contains("### Findings"));
     }
@@ -608,7 +679,7 @@ mod tests {
             f.add(gate("sglang", &format!("sglang/{i}.py"), 1, "x"), &[Trap]);
             f.verdicts[i][0].evidence = vec!["e".repeat(300_000)];
         }
-        let summary = step_summary(&f.report());
+        let summary = step_summary(&f.report(), None);
         assert!(
             summary.len() <= SUMMARY_LIMIT_BYTES + 200,
             "{}",
@@ -640,7 +711,7 @@ mod tests {
             f.add(gate("sglang", &format!("sglang/t{i}.py"), 1, "x"), &[Trap]);
         }
         f.add(gate("sglang", "sglang/o.py", 1, "x"), &[Opportunity]);
-        let summary = step_summary(&f.report());
+        let summary = step_summary(&f.report(), None);
         assert!(
             summary.len() <= SUMMARY_LIMIT_BYTES + 400,
             "{}",
@@ -658,6 +729,74 @@ mod tests {
     }
 
     #[test]
+    fn with_a_baseline_new_findings_come_first_and_old_ones_are_counted() {
+        let mut f = Fixture::new(&[SM120]);
+        f.add(gate("sglang", "sglang/old_trap.py", 1, "a"), &[Trap]);
+        f.add(gate("sglang", "sglang/new_wall.py", 2, "b"), &[Wall]);
+        f.add(gate("sglang", "sglang/old_opp.py", 3, "c"), &[Opportunity]);
+        f.add(gate("sglang", "sglang/new_trap.py", 4, "d"), &[Trap]);
+        let accepted: Accepted = [(0, 0), (2, 0)].into_iter().collect();
+        let out = render(&f.report(), None, true, Some(&accepted));
+        assert_eq!(
+            out.lines().next(),
+            Some("gatefix: 2 new finding(s), 2 in the baseline (not annotated)")
+        );
+        let files: Vec<&str> = out.lines().filter_map(|l| property(l, "file")).collect();
+        assert_eq!(files, ["sglang/new_trap.py", "sglang/new_wall.py"]);
+        // Without a baseline every finding is annotated and no count line is printed.
+        let out = render(&f.report(), None, true, None);
+        assert_eq!(out.lines().filter(|l| l.starts_with("::")).count(), 4);
+        assert!(!out.contains("in the baseline"));
+
+        let summary = step_summary(&f.report(), Some(&accepted));
+        assert!(summary.contains("2 new, 2 in the baseline"), "{summary}");
+        let (_, section) = summary
+            .split_once("| --- | --- | --- | --- | --- | --- |")
+            .unwrap();
+        let rows: Vec<Vec<String>> = section
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .map(cells)
+            .collect();
+        let order: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r[0].as_str(), r[3].as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("trap", "`sglang/new_trap.py:4`"),
+                ("wall", "`sglang/new_wall.py:2`"),
+                ("trap *baseline*", "`sglang/old_trap.py:1`"),
+                ("opportunity *baseline*", "`sglang/old_opp.py:3`"),
+            ]
+        );
+    }
+
+    #[test]
+    fn past_the_limit_an_old_trap_behind_new_rows_is_still_listed() {
+        let mut f = Fixture::new(&[SM120]);
+        for i in 0..2000 {
+            f.add(
+                gate("sglang", &format!("sglang/u{i}.py"), 1, "x"),
+                &[Unverified],
+            );
+            f.verdicts[i][0].evidence = vec!["u".repeat(2_000)];
+        }
+        f.add(gate("sglang", "sglang/old_trap.py", 1, "x"), &[Trap]);
+        let accepted: Accepted = [(2000, 0)].into_iter().collect();
+        let summary = step_summary(&f.report(), Some(&accepted));
+        assert!(
+            summary.len() <= SUMMARY_LIMIT_BYTES + 400,
+            "{}",
+            summary.len()
+        );
+        assert!(summary.contains("| trap *baseline* | sm_120 |"));
+        let tail = summary.lines().last().unwrap();
+        assert!(tail.contains("unverified): GitHub limits"), "{tail}");
+    }
+
+    #[test]
     fn code_spans_outlast_backticks_in_the_text() {
         assert_eq!(md_code("a`b"), "``a`b``");
         assert_eq!(md_code("`a`"), "`` `a` ``");
@@ -671,8 +810,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("summary.md");
         std::fs::write(&path, "earlier step").unwrap();
-        append_step_summary_to(&f.report(), &path).unwrap();
-        append_step_summary_to(&f.report(), &path).unwrap();
+        append_step_summary_to(&f.report(), None, &path).unwrap();
+        append_step_summary_to(&f.report(), None, &path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.starts_with("earlier step\n## gatefix audit\n"),

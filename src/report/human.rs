@@ -33,7 +33,7 @@ pub struct HumanOptions {
     /// With `--baseline`: the findings it accepts, as (gate index, target index). A finding
     /// accepted at every target it holds at is old: listed after the new ones, or (brief)
     /// only counted.
-    pub accepted: Option<std::collections::HashSet<(usize, usize)>>,
+    pub accepted: Option<super::Accepted>,
     pub patches: Vec<PatchHint>,
 }
 

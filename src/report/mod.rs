@@ -15,6 +15,10 @@ use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
 use crate::verdict::Verdicts;
 
+/// With `--baseline`: the findings it accepts, as (gate index, target index). The human and
+/// GitHub printers list the others, the new ones, first.
+pub type Accepted = std::collections::HashSet<(usize, usize)>;
+
 /// Everything a printer needs about one audit.
 pub struct AuditReport<'a> {
     pub site: &'a Site,
