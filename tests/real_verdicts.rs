@@ -89,6 +89,7 @@ fn check_samples(package: &str, doc: &Value) -> usize {
     let samples: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let mut still_wrong = 0;
     let mut checked = 0;
+    let mut failures = Vec::new();
     for sample in samples["sample"].as_array().unwrap() {
         if sample["package"].as_str() != Some(package) {
             continue;
@@ -108,23 +109,25 @@ fn check_samples(package: &str, doc: &Value) -> usize {
         let then = sample["gatefix"].as_str().unwrap();
         let reason = sample["reason"].as_str().unwrap();
         if sample["right"].as_bool() == Some(true) {
-            assert_eq!(
-                now, then,
-                "{file}:{line}:{column} was checked right as {then}: {reason}"
-            );
+            if now != then {
+                failures.push(format!(
+                    "{file}:{line}:{column} was checked right as {then}, now {now}: {reason}"
+                ));
+            }
             continue;
         }
         let hand = sample["hand"].as_str().unwrap();
         if now == then {
             still_wrong += 1;
             eprintln!("{package} sample still wrong: {file}:{line} {now} ({reason})");
-        } else {
-            assert!(
-                now == hand || now == "unverified",
+        } else if now != hand && now != "unverified" {
+            failures.push(format!(
                 "{file}:{line}:{column} was {then} (checked wrong: {reason}); now {now}, not the checked {hand} or unverified: check it again"
-            );
+            ));
         }
     }
+    // Every sample that moved the wrong way, not only the first.
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(checked, 40, "{package}: 40 samples");
     eprintln!("{package}: {still_wrong} of 40 hand-checked verdicts still wrong or doubtful");
     still_wrong

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::semantic::{BindingId, Range, ScopeId, SemanticModel};
+
 /// A Python expression, lowered. Anything gatefix does not model is `Other` with its source.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
@@ -443,6 +445,17 @@ pub struct ModuleIr {
     pub calls: HashMap<String, Vec<CallSite>>,
     pub locals: HashMap<usize, Vec<LocalAssign>>,
     pub branches: Vec<Branch>,
+    /// The module's semantic model, bound from the same tree: which bindings of a name reach
+    /// a read inside a function, and under which guards (`resolve` reads locals through it).
+    pub semantic: Arc<SemanticModel>,
+    /// The function of `functions` each function scope of the model is.
+    pub scope_functions: HashMap<ScopeId, usize>,
+    /// The local assignment each binding of the model was lowered to: its function and its
+    /// index in `locals`.
+    pub binding_locals: HashMap<BindingId, (usize, usize)>,
+    /// The tests of the model's `if`/`elif` arms, lowered, by their range: the guards under
+    /// which a binding reaches a read.
+    pub tests: HashMap<Range, Expr>,
     pub sites: Vec<Site>,
     pub parse_errors: Vec<(u32, u32)>,
     /// Expressions nested too deep to analyse (line, column): reported as warnings.

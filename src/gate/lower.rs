@@ -9,6 +9,7 @@ use tree_sitter::{Node, Tree};
 use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit, word_runs};
 use super::ir::*;
 use super::limits::{MAX_HELPER_BODY_BYTES, MAX_PLAIN_ASSIGN_BYTES, TOKENLESS_HELPER_BYTES};
+use super::semantic;
 use super::tokens::Tokens;
 use super::ts::{F, NodeExt};
 
@@ -70,6 +71,9 @@ pub struct Lowerer<'a> {
     branch_ids: std::collections::HashMap<(usize, bool), usize>,
     /// Where an expression was nested past `MAX_EXPR_DEPTH` (reported, not silently dropped).
     too_deep: std::cell::RefCell<Vec<(u32, u32)>>,
+    /// Where each function's body starts, by index in `ir.functions`: the function scope of
+    /// the semantic model with the same body is that function.
+    function_bodies: Vec<Option<usize>>,
 }
 
 /// The expression inside parentheses, past any comment written after the `(`
@@ -130,6 +134,7 @@ pub fn lower_parsed<'a>(
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
+        function_bodies: Vec::new(),
     };
     for name in imported_device_names {
         lowerer.add_archy_name(name.clone());
@@ -139,6 +144,7 @@ pub fn lower_parsed<'a>(
         collect_errors(root, &mut lowerer.ir.parse_errors);
     }
     lowerer.block(root);
+    lowerer.attach_model(tree);
     lowerer.ir.too_deep = lowerer.too_deep.take();
     let device_global_readers = std::mem::take(&mut lowerer.device_global_readers);
     let mut ir = lowerer.ir;
@@ -525,6 +531,78 @@ impl<'a> Lowerer<'a> {
                 },
             );
         }
+    }
+
+    /// Binds the module (`semantic::bind`, one walk of the same tree) and ties the model to
+    /// the IR: each function scope to its function, each binding to the local assignment
+    /// lowered for it, each `if` test to its lowered expression.
+    fn attach_model(&mut self, tree: &'a Tree) {
+        let model = semantic::bind(self.src, tree);
+        let by_body: std::collections::HashMap<usize, usize> = self
+            .function_bodies
+            .iter()
+            .enumerate()
+            .filter_map(|(index, body)| body.map(|start| (start, index)))
+            .collect();
+        let mut scope_functions = std::collections::HashMap::new();
+        let mut function_scopes = std::collections::HashMap::new();
+        for (i, scope) in model.scopes.iter().enumerate() {
+            if scope.kind == semantic::ScopeKind::Function
+                && let Some(&function) = by_body.get(&scope.range.0)
+            {
+                let id = semantic::ScopeId::from_index(i);
+                scope_functions.insert(id, function);
+                function_scopes.insert(function, id);
+            }
+        }
+        // A lowered assignment is the binding of its name, in its function's scope, whose
+        // statement holds it (the innermost one: `for x in a: x = 2`).
+        let mut binding_locals = std::collections::HashMap::new();
+        for (&function, assigns) in &self.ir.locals {
+            let Some(&scope) = function_scopes.get(&function) else {
+                continue;
+            };
+            let bindings = &model.scope(scope).bindings;
+            for (index, assign) in assigns.iter().enumerate() {
+                let names: Vec<&str> = match &assign.target {
+                    Target::Name(name) => vec![name.as_str()],
+                    Target::Tuple(names) => names.iter().flatten().map(String::as_str).collect(),
+                };
+                for name in names {
+                    let found = bindings
+                        .get(name)
+                        .into_iter()
+                        .flatten()
+                        .filter(|&&id| {
+                            let binding = model.binding(id);
+                            binding.statement.0 <= assign.byte
+                                && assign.byte < binding.statement.1
+                                && !matches!(binding.kind, semantic::BindingKind::Parameter { .. })
+                        })
+                        .min_by_key(|&&id| {
+                            let (start, end) = model.binding(id).statement;
+                            end - start
+                        });
+                    if let Some(&id) = found {
+                        binding_locals.insert(id, (function, index));
+                    }
+                }
+            }
+        }
+        let root = tree.root_node();
+        let mut tests = std::collections::HashMap::new();
+        for branch in &model.branches {
+            if let (semantic::BranchKind::If { .. }, Some((start, end))) =
+                (branch.kind, branch.test)
+                && let Some(node) = root.descendant_for_byte_range(start, end)
+            {
+                tests.insert((start, end), self.expr(node, 0));
+            }
+        }
+        self.ir.semantic = std::sync::Arc::new(model);
+        self.ir.scope_functions = scope_functions;
+        self.ir.binding_locals = binding_locals;
+        self.ir.tests = tests;
     }
 
     /// The innermost branch arm around the current statement, recording the arms on the way.
@@ -1260,6 +1338,8 @@ impl<'a> Lowerer<'a> {
             };
             (bound, full_archy)
         };
+        self.function_bodies
+            .push(body_node.map(|body| body.start_byte()));
         self.ir.functions.push(FunctionIr {
             qualname: qualname.clone(),
             parent: self.functions.last().copied(),
@@ -2492,6 +2572,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         branch_stack: Vec::new(),
         branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
+        function_bodies: Vec::new(),
     };
     Ok(lowerer.expr(node, 0))
 }

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use super::index::{IndexReads, ModuleIndex, ReadLog};
 use super::ir::*;
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
+use super::semantic::{Binding, BindingKind, Guard, GuardKind, Reach, ScopeKind, SemanticModel};
 use super::tokens::Tokens;
 use crate::rules::{Fact, Rules};
 
@@ -168,9 +169,12 @@ pub struct Resolver<'a> {
     form_tokens: &'static Tokens,
     globals: Memo<(String, String), Option<Val>>,
     locals: Memo<LocalKey, Val>,
-    /// A binding read from a branch arm it is not in, joined with what came before it: by
-    /// module, function, binding, the read's arm and the unpacking position.
-    joins: Mutex<HashMap<JoinKey, Val>>,
+    /// A local read's value by the bindings that reach it (`SemanticModel::reaching`): reads
+    /// at many places of a function see the same few sets.
+    reached: Memo<ReachKey, Val>,
+    /// The bindings reaching a read, by module, name and offset: a read is asked about
+    /// again for every caller and every site that reaches it.
+    walks: Mutex<HashMap<(usize, String, usize), Vec<Reach>>>,
     /// Function values by callee and arguments, with what was assumed computing them.
     calls: Memo<CallKey, Val>,
     /// What a parameter's callers pass (module, function, position): `None` when none passes
@@ -180,8 +184,8 @@ pub struct Resolver<'a> {
 
 /// A local assignment: module, function, index of the assignment.
 type LocalKey = (usize, usize, usize);
-/// A join: module, function, binding, the read's arm, the unpacking position.
-type JoinKey = (usize, usize, usize, Option<usize>, Option<usize>);
+/// A local read: module, function, name, and the bindings that reach it.
+type ReachKey = (usize, usize, String, Vec<Reach>);
 
 /// Steps one site may take; a safety net against pathological code, far above real gates.
 /// 50,000 since 2026-12-02: on sglang 0.5.23 + flashinfer 0.7.2 the sites that took more
@@ -209,6 +213,10 @@ thread_local! {
     /// `[[parameter]]` rule says is the device's value, an override left unset.
     static ASSUMED: std::cell::RefCell<std::collections::BTreeSet<String>> =
         const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+    /// Local reads being evaluated (`Resolver::bound_at`), by module, function, name and
+    /// the bindings that reach them.
+    static LOCALS_IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<ReachKey>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
     /// Parameters whose callers are being read (a recursive function reads itself).
     static PARAMS_IN_PROGRESS: std::cell::RefCell<std::collections::HashSet<(usize, usize, usize)>> =
         std::cell::RefCell::new(std::collections::HashSet::new());
@@ -394,7 +402,8 @@ impl<'a> Resolver<'a> {
             form_tokens: super::tokens::form_tokens(),
             globals: Mutex::new(HashMap::new()),
             locals: Mutex::new(HashMap::new()),
-            joins: Mutex::new(HashMap::new()),
+            reached: Mutex::new(HashMap::new()),
+            walks: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
             passed: Mutex::new(HashMap::new()),
         }
@@ -701,28 +710,13 @@ impl<'a> Resolver<'a> {
         false
     }
 
+    /// Whether `name` read where `scope` stands is a function's local (a parameter or any
+    /// binding of the function or of one around it), not the module's.
     fn is_local(&self, name: &str, scope: Scope) -> bool {
         match scope.locals {
             Locals::None => false,
             Locals::Bound(map) => map.contains_key(name),
-            Locals::Site { function, .. } => {
-                let mut current = Some(function);
-                while let Some(f) = current {
-                    let binds = scope.module.locals.get(&f).is_some_and(|assigns| {
-                        assigns
-                            .iter()
-                            .any(|a| target_binds(&a.target, name).is_some())
-                    }) || scope.module.functions[f]
-                        .params
-                        .iter()
-                        .any(|p| p.name == name);
-                    if binds {
-                        return true;
-                    }
-                    current = scope.module.functions[f].parent;
-                }
-                false
-            }
+            Locals::Site { byte, .. } => function_binds(&scope.module.semantic, name, byte, false),
         }
     }
 
@@ -730,136 +724,184 @@ impl<'a> Resolver<'a> {
         match scope.locals {
             Locals::None => None,
             Locals::Bound(map) => map.get(name).cloned(),
-            Locals::Site {
-                function,
-                byte,
-                branch,
-            } => self.local_in(name, scope.module, function, byte, branch, depth, 0),
+            Locals::Site { function, byte, .. } => {
+                self.bound_at(name, scope.module, function, byte, depth)
+            }
         }
     }
 
-    /// `name` read at `byte` of `function`, in branch arm `branch`: the last binding before it,
-    /// joined with the one before that when it sits in an arm the read is not in; then the
-    /// parameters; then the enclosing functions (closures), whose every binding counts.
-    #[allow(clippy::too_many_arguments)]
-    fn local_in(
+    /// `name` read at `byte` inside `function`: the bindings of it that reach the read
+    /// (`SemanticModel::reaching`), each under the guards of the paths it comes by, as one
+    /// guarded choice. `None` when no binding of a function reaches it: the name is the
+    /// module's (`global`).
+    fn bound_at(
         &self,
         name: &str,
         module: &SharedModule,
         function: usize,
         byte: usize,
-        branch: Option<usize>,
         depth: u32,
-        joins: usize,
     ) -> Option<Val> {
-        let assigns = module.locals.get(&function);
-        let last = assigns.and_then(|assigns| {
-            assigns
-                .iter()
-                .enumerate()
-                .rev()
-                .filter(|(_, a)| a.byte < byte)
-                .find_map(|(i, a)| target_binds(&a.target, name).map(|pos| (i, a, pos)))
+        // A name no function around the read binds is the module's: asking the flow would
+        // walk the whole module for nothing. One a function stores under `global` is read as
+        // the flow says (the store just made, else the module's value).
+        let model = &module.semantic;
+        if !function_binds(model, name, byte, true) {
+            return None;
+        }
+        let walk_key = (
+            std::sync::Arc::as_ptr(module) as usize,
+            name.to_string(),
+            byte,
+        );
+        let known = self
+            .walks
+            .lock()
+            .expect("no poisoned lock")
+            .get(&walk_key)
+            .cloned();
+        let mut reaches = known.unwrap_or_else(|| {
+            let reaches = model.reaching(name, byte);
+            self.walks
+                .lock()
+                .expect("no poisoned lock")
+                .insert(walk_key, reaches.clone());
+            reaches
         });
-        if let Some((index, assign, position)) = last {
-            let value = self.local_value(module, function, index, assign, depth);
-            let value = match position {
-                None => value,
-                Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
-            };
-            let Some(arm) = assign.branch.filter(|&arm| !is_within(module, branch, arm)) else {
-                return Some(value);
-            };
-            if joins >= MAX_CHOICE_ARMS {
-                cut();
-                return Some(value);
-            }
-            let key = (
-                std::sync::Arc::as_ptr(module) as usize,
-                function,
-                index,
-                branch,
-                position,
-            );
-            if let Some(val) = self.joins.lock().expect("no poisoned lock").get(&key) {
-                return Some(val.clone());
-            }
-            let cuts_before = cuts();
-            // The binding runs only where the arms between the read's arm and its own hold.
-            let guard = self.arm_guard(module, function, arm, branch, depth);
-            let before = self
-                .local_in(
-                    name,
-                    module,
-                    function,
-                    assign.byte,
-                    branch,
-                    depth,
-                    joins + 1,
-                )
-                .or_else(|| self.outer_value(name, module, function, depth))
-                .unwrap_or_else(|| Val::Free(name.to_string()));
-            let joined = choice(vec![(guard.clone(), value), (guard.negate(), before)]);
-            if cuts() == cuts_before {
-                self.joins
-                    .lock()
-                    .expect("no poisoned lock")
-                    .insert(key, joined.clone());
-            }
-            return Some(joined);
+        let in_function = |reach: &Reach| {
+            reach
+                .binding
+                .is_some_and(|id| function_scoped(model, model.binding(id)))
+        };
+        if !reaches.iter().any(in_function) {
+            return None;
         }
-        let ir = &module.functions[function];
-        if let Some(position) = ir.params.iter().position(|p| p.name == name) {
-            return Some(self.param(module, function, position, depth));
+        // A closure may run after any binding of the function around it: the last one
+        // stands for them (what the function leaves behind).
+        if reaches.len() > 1 && reaches.iter().all(Reach::always) {
+            reaches.sort_by_key(|reach| reach.binding);
+            reaches.drain(..reaches.len() - 1);
         }
-        self.outer_value(name, module, function, depth)
+        // The latest binding first, then the ones it may have replaced: a choice reads as
+        // the code does (`x = 1` ... `if c: x = 2` is "2 if c, else 1").
+        reaches.reverse();
+        let key = (
+            std::sync::Arc::as_ptr(module) as usize,
+            function,
+            name.to_string(),
+            reaches.clone(),
+        );
+        // A value that depends on itself (`x = f(x)` read through a loop's back edge that
+        // the guards did not rule out) is cut, not followed round.
+        let fresh = LOCALS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key.clone()));
+        if !fresh {
+            cut();
+            return Some(Val::Unknown(format!("`{name}` depends on itself")));
+        }
+        let val = memoised(&self.reached, key.clone(), || {
+            if let [reach] = reaches.as_slice() {
+                return self.reach_value(name, module, function, reach, depth);
+            }
+            let mut arms = Vec::new();
+            for reach in &reaches {
+                let guard = Pred::or(
+                    reach
+                        .ways
+                        .iter()
+                        .map(|way| {
+                            Pred::and(
+                                way.iter()
+                                    .map(|g| self.guard(module, function, g, depth))
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                );
+                // A binding only a path gatefix rules out reaches by (a later pass of a
+                // loop, an exception) is not evaluated at all.
+                if guard != Pred::Const(false) {
+                    arms.push((
+                        guard,
+                        self.reach_value(name, module, function, reach, depth),
+                    ));
+                }
+            }
+            choice(arms)
+        });
+        LOCALS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+        Some(val)
     }
 
-    /// A name an enclosing function binds (a closure reads it when it runs: any binding).
-    fn outer_value(
+    /// The value one reaching binding gives `name`.
+    fn reach_value(
         &self,
         name: &str,
         module: &SharedModule,
         function: usize,
+        reach: &Reach,
         depth: u32,
-    ) -> Option<Val> {
-        let parent = module.functions[function].parent?;
-        if depth > MAX_DEPTH {
-            cut();
-            return None;
+    ) -> Val {
+        let model = &module.semantic;
+        // No binding on this path: reading the local there fails; nothing gatefix follows.
+        let Some(id) = reach.binding else {
+            return Val::Free(name.to_string());
+        };
+        let binding = model.binding(id);
+        if !function_scoped(model, binding) {
+            return self
+                .global(&module.module, name, depth + 1)
+                .unwrap_or_else(|| Val::Free(name.to_string()));
         }
-        self.local_in(name, module, parent, usize::MAX, None, depth + 1, 0)
+        if let Some(&(owner, index)) = module.binding_locals.get(&id) {
+            let assign = &module.locals[&owner][index];
+            let value = self.local_value(module, owner, index, assign, depth);
+            return match target_binds(&assign.target, name).flatten() {
+                None => value,
+                Some(i) => subscript(value, Val::Int(i as i64), &assign.value),
+            };
+        }
+        match &binding.kind {
+            BindingKind::Parameter { .. } => {
+                let owner = module.scope_functions.get(&binding.scope).copied();
+                let position = owner.and_then(|owner| {
+                    module.functions[owner]
+                        .params
+                        .iter()
+                        .position(|p| p.name == name)
+                        .map(|position| (owner, position))
+                });
+                match position {
+                    Some((owner, position)) => self.param(module, owner, position, depth),
+                    // A lambda's parameter: whatever the lambda is called with.
+                    None => Val::Free(name.to_string()),
+                }
+            }
+            // `x += v` is read as the `x` before it (gatefix does not follow the sum).
+            BindingKind::Augmented => self
+                .bound_at(name, module, function, binding.statement.0, depth + 1)
+                .unwrap_or_else(|| Val::Free(name.to_string())),
+            // A loop, `with`, `except` or `case` target, a deletion, or an assignment too
+            // large to lower: a value gatefix does not follow.
+            _ => Val::Free(format!("<{name} rebound>")),
+        }
     }
 
-    /// The condition under which arm `arm` runs, given that the read is in arm `within`.
-    fn arm_guard(
-        &self,
-        module: &SharedModule,
-        function: usize,
-        arm: usize,
-        within: Option<usize>,
-        depth: u32,
-    ) -> Pred {
-        let mut parts = Vec::new();
-        let mut current = Some(arm);
-        while let Some(id) = current {
-            if is_within(module, within, id) {
-                break;
-            }
-            let branch = &module.branches[id];
-            let scope = Scope {
-                module,
-                locals: Locals::Site {
-                    function,
-                    byte: branch.byte,
-                    branch: branch.parent,
-                },
-            };
-            let test = self.condition(&branch.test, scope, depth + 1);
-            parts.push(if branch.holds { test } else { test.negate() });
-            current = branch.parent;
-        }
-        Pred::and(parts)
+    /// One guard of a path as a predicate: an `if` test as the condition it evaluates to
+    /// there; a loop is taken to run and a `try` body to complete (the path a gate is
+    /// written for), so a binding in a loop body or a `try` body is the one read after it.
+    fn guard(&self, module: &SharedModule, function: usize, guard: &Guard, depth: u32) -> Pred {
+        let pred = match guard.kind {
+            GuardKind::Test | GuardKind::Case => match module.tests.get(&guard.range) {
+                Some(test) => {
+                    let scope = Scope::at(module, Some(function), guard.range.0, None);
+                    self.condition(test, scope, depth + 1)
+                }
+                None => Pred::free(format!("<test at byte {}>", guard.range.0)),
+            },
+            GuardKind::Iterated | GuardKind::Completed => Pred::Const(true),
+            GuardKind::Repeated | GuardKind::Handled => Pred::Const(false),
+        };
+        if guard.holds { pred } else { pred.negate() }
     }
 
     /// A parameter of a function of the module, read inside it: the receiver; else what the
@@ -3011,21 +3053,35 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
     Val::Free(format!("{}()", func.qualname))
 }
 
-/// Whether arm `inner` (`None`: the function body) lies within arm `outer`.
-fn is_within(module: &ModuleIr, inner: Option<usize>, outer: usize) -> bool {
-    let mut current = inner;
-    let mut steps = 0;
+/// Whether a function, lambda or comprehension around `byte` binds `name` (with
+/// `through_global`, also one that binds it under `global`).
+fn function_binds(model: &SemanticModel, name: &str, byte: usize, through_global: bool) -> bool {
+    let mut current = Some(model.scope_at(byte));
     while let Some(id) = current {
-        if id == outer {
-            return true;
+        let s = model.scope(id);
+        match s.kind {
+            ScopeKind::Module => return false,
+            ScopeKind::Class => {}
+            _ if !through_global && s.globals.iter().any(|g| g == name) => return false,
+            _ if s.bindings.contains_key(name) => return true,
+            _ => {}
         }
-        steps += 1;
-        if steps > 64 {
-            return false;
-        }
-        current = module.branches.get(id).and_then(|b| b.parent);
+        current = s.parent;
     }
     false
+}
+
+/// Whether a binding is a function's local that resolution reads by value: one made in a
+/// function, lambda or comprehension; the module's and classes' bindings, and imports,
+/// definitions and classes made anywhere, are found by name (`Resolver::global`).
+fn function_scoped(model: &SemanticModel, binding: &Binding) -> bool {
+    !matches!(
+        model.scope(binding.scope).kind,
+        ScopeKind::Module | ScopeKind::Class
+    ) && !matches!(
+        binding.kind,
+        BindingKind::Import { .. } | BindingKind::FunctionDef | BindingKind::ClassDef
+    )
 }
 
 fn meaning_value(meaning: crate::rules::ParamMeaning) -> Val {

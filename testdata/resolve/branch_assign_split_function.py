@@ -69,6 +69,6 @@ def decode(query, backend="auto"):
     more_17 = [query, 17, 'more padding between the choice and its use, past 4 KiB']
     more_18 = [query, 18, 'more padding between the choice and its use, past 4 KiB']
     more_19 = [query, 19, 'more padding between the choice and its use, past 4 KiB']
-    if backend == "xqa":  # gate: major != 10 and major != 12 and `backend == "auto"` or not (major != 10 and major != 12 and `backend == "auto"`) and not (major == 12 and `backend == "auto"`) and `backend == "xqa"`
+    if backend == "xqa":  # gate: `backend == "auto"` and major != 12 and major != 10 or (`backend == "auto"` and major != 12 and major == 10 or not `backend == "auto"`) and `backend == "xqa"`
         return 1
     return 0

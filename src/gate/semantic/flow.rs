@@ -32,7 +32,7 @@ const MAX_WAYS: usize = 16;
 
 /// A binding that reaches a read (`None`: no binding of the scope, see the module doc), under
 /// any one of `ways` (each a conjunction of guards; `[[]]` is always).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Reach {
     pub binding: Option<BindingId>,
     pub ways: Vec<Vec<Guard>>,
@@ -50,6 +50,16 @@ impl SemanticModel {
     /// which it is the one read (see the module doc).
     pub fn reaching(&self, name: &str, offset: usize) -> Vec<Reach> {
         reaching(self, name, self.scope_at(offset), offset)
+    }
+}
+
+impl SemanticModel {
+    /// `reaching` with every read walked, for checking `straight_line` against it.
+    #[cfg(test)]
+    pub(super) fn reaching_by_walk(&self, name: &str, offset: usize) -> Option<Vec<Reach>> {
+        let scope = self.scope_at(offset);
+        straight_line(self, scope, name, offset)?;
+        Some(walk(self, name, scope, offset))
     }
 }
 
@@ -76,6 +86,9 @@ fn reaching(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) ->
         }
         return outer();
     }
+    if let Some(reach) = straight_line(model, scope, name, offset) {
+        return reach;
+    }
     let local = walk(model, name, scope, offset);
     match s.kind {
         // A class body reads what it has not bound from where the class statement runs.
@@ -85,6 +98,34 @@ fn reaching(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) ->
         }),
         _ => local,
     }
+}
+
+/// The answer without a walk for the common read: in a function, the last binding of the
+/// name before the read is a statement of the body itself (in no branch, loop or `try`) and
+/// the name is bound nowhere after it, so every path to the read passes it and nothing else
+/// can replace it, not even through a loop's back edge. A parameter nobody rebinds is one.
+fn straight_line(
+    model: &SemanticModel,
+    scope: ScopeId,
+    name: &str,
+    offset: usize,
+) -> Option<Vec<Reach>> {
+    let s = model.scope(scope);
+    if !matches!(
+        s.kind,
+        ScopeKind::Function | ScopeKind::Lambda | ScopeKind::Comprehension
+    ) {
+        return None;
+    }
+    let bindings = s.bindings.get(name)?;
+    let (&last, _) = bindings.split_last()?;
+    let binding = model.binding(last);
+    (binding.branch.is_none() && binding.visible_from <= offset).then(|| {
+        vec![Reach {
+            binding: Some(last),
+            ways: vec![Vec::new()],
+        }]
+    })
 }
 
 /// What a scope reads of a name it does not bind (or declares `nonlocal`): class scopes are

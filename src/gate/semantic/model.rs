@@ -19,6 +19,10 @@ impl ScopeId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    pub fn from_index(index: usize) -> ScopeId {
+        ScopeId(index as u32)
+    }
 }
 
 impl BindingId {
