@@ -175,6 +175,8 @@ pub struct Resolver<'a> {
     /// The bindings reaching a read, by module, name and offset: a read is asked about
     /// again for every caller and every site that reaches it.
     walks: Mutex<HashMap<(usize, String, usize), Vec<Reach>>>,
+    /// The `if` tests that guard bindings, as predicates: module, function, offset.
+    tests: Memo<(usize, usize, usize), Pred>,
     /// Function values by callee and arguments, with what was assumed computing them.
     calls: Memo<CallKey, Val>,
     /// What a parameter's callers pass (module, function, position): `None` when none passes
@@ -404,6 +406,7 @@ impl<'a> Resolver<'a> {
             locals: Mutex::new(HashMap::new()),
             reached: Mutex::new(HashMap::new()),
             walks: Mutex::new(HashMap::new()),
+            tests: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
             passed: Mutex::new(HashMap::new()),
         }
@@ -892,9 +895,17 @@ impl<'a> Resolver<'a> {
     fn guard(&self, module: &SharedModule, function: usize, guard: &Guard, depth: u32) -> Pred {
         let pred = match guard.kind {
             GuardKind::Test | GuardKind::Case => match module.tests.get(&guard.range) {
+                // The same test guards every name bound under it: evaluated once.
                 Some(test) => {
-                    let scope = Scope::at(module, Some(function), guard.range.0, None);
-                    self.condition(test, scope, depth + 1)
+                    let key = (
+                        std::sync::Arc::as_ptr(module) as usize,
+                        function,
+                        guard.range.0,
+                    );
+                    memoised(&self.tests, key, || {
+                        let scope = Scope::at(module, Some(function), guard.range.0, None);
+                        self.condition(test, scope, depth + 1)
+                    })
                 }
                 None => Pred::free(format!("<test at byte {}>", guard.range.0)),
             },

@@ -8,7 +8,7 @@ use tree_sitter::{Node, Tree};
 
 use super::model::{
     Arm, Binding, BindingId, BindingKind, Branch, BranchId, BranchKind, ExitKind, Flow, GuardKind,
-    LoopKind, MODULE_SCOPE, Range, Scope, ScopeId, ScopeKind, SemanticModel,
+    LoopFlow, LoopKind, MODULE_SCOPE, Range, Scope, ScopeId, ScopeKind, SemanticModel, TryFlow,
 };
 use crate::gate::ts::{F, NodeExt};
 
@@ -29,7 +29,12 @@ pub fn bind(src: &[u8], tree: &Tree) -> SemanticModel {
     debug_assert_eq!(module, MODULE_SCOPE);
     let flow = binder.statements(tree.root_node(), module, None);
     binder.model.scopes[module.index()].flow = flow;
-    binder.model
+    let mut model = binder.model;
+    model.by_start = (0..model.scopes.len())
+        .map(|i| (model.scopes[i].range.0, ScopeId(i as u32)))
+        .collect();
+    model.by_start.sort_unstable();
+    model
 }
 
 struct Binder<'s> {
@@ -579,7 +584,7 @@ impl<'s> Binder<'s> {
             }
             None => (Vec::new(), None),
         };
-        out.push(Flow::Loop {
+        out.push(Flow::Loop(Box::new(LoopFlow {
             range: range(node),
             kind: if is_for {
                 LoopKind::For
@@ -591,7 +596,7 @@ impl<'s> Binder<'s> {
             body: flows,
             orelse: orelse_flows,
             orelse_range,
-        });
+        })));
     }
 
     fn try_statement(
@@ -685,7 +690,7 @@ impl<'s> Binder<'s> {
                 _ => {}
             }
         }
-        out.push(Flow::Try {
+        out.push(Flow::Try(Box::new(TryFlow {
             range: range(node),
             body_range: range(body),
             body: body_flows,
@@ -694,7 +699,7 @@ impl<'s> Binder<'s> {
             orelse_range: orelse.1,
             finally: finally.0,
             finally_range: finally.1,
-        });
+        })));
     }
 
     /// `with a as x, b as (y, z): body`: the targets bind before the body, which runs once.

@@ -22,8 +22,8 @@
 //! read of a name the function does not bind looks outside (`reaching`).
 
 use super::model::{
-    BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopKind, MODULE_SCOPE, ScopeId,
-    ScopeKind, SemanticModel,
+    BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopFlow, LoopKind, MODULE_SCOPE,
+    ScopeId, ScopeKind, SemanticModel, TryFlow,
 };
 
 /// Ways a binding may reach a read that are kept apart; past this the rest are dropped (the
@@ -355,15 +355,16 @@ impl Walker<'_> {
                 }
                 join(paths)
             }
-            Flow::Loop {
-                range,
-                kind,
-                header,
-                body_end,
-                body,
-                orelse,
-                orelse_range,
-            } => {
+            Flow::Loop(inner) => {
+                let LoopFlow {
+                    range,
+                    kind,
+                    header,
+                    body_end,
+                    body,
+                    orelse,
+                    orelse_range,
+                } = &**inner;
                 let inside = self.cursor < range.1;
                 if inside && self.cursor < header.1 {
                     // A `for` reads its iterable once, before any pass; a `while` test is
@@ -412,16 +413,17 @@ impl Walker<'_> {
                 };
                 union(after_else, exits.breaks)
             }
-            Flow::Try {
-                range,
-                body_range,
-                body,
-                handlers,
-                orelse,
-                orelse_range,
-                finally,
-                finally_range,
-            } => {
+            Flow::Try(inner) => {
+                let TryFlow {
+                    range,
+                    body_range,
+                    body,
+                    handlers,
+                    orelse,
+                    orelse_range,
+                    finally,
+                    finally_range,
+                } = &**inner;
                 let inside = self.cursor < range.1;
                 if inside && self.cursor < body_range.1 {
                     self.run_to_cursor(body, state);
@@ -503,21 +505,17 @@ impl Walker<'_> {
                 Flow::If { arms, .. } => {
                     stack.extend(arms.iter().flat_map(|a| a.body.iter()));
                 }
-                Flow::Loop { body, orelse, .. } => {
-                    stack.extend(body.iter().chain(orelse.iter()));
+                Flow::Loop(inner) => {
+                    stack.extend(inner.body.iter().chain(inner.orelse.iter()));
                 }
-                Flow::Try {
-                    body,
-                    handlers,
-                    orelse,
-                    finally,
-                    ..
-                } => {
+                Flow::Try(inner) => {
                     stack.extend(
-                        body.iter()
-                            .chain(handlers.iter().flat_map(|h| h.body.iter()))
-                            .chain(orelse.iter())
-                            .chain(finally.iter()),
+                        inner
+                            .body
+                            .iter()
+                            .chain(inner.handlers.iter().flat_map(|h| h.body.iter()))
+                            .chain(inner.orelse.iter())
+                            .chain(inner.finally.iter()),
                     );
                 }
             }

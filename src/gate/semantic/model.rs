@@ -182,6 +182,8 @@ pub struct SemanticModel {
     /// Whether nesting deeper than the binder follows was cut (the model then misses the
     /// bindings inside; a consumer says so rather than trusting it).
     pub too_deep: bool,
+    /// Every scope by where its range starts, sorted (`scope_at`).
+    pub(super) by_start: Vec<(usize, ScopeId)>,
 }
 
 /// The module scope is always the first.
@@ -200,8 +202,25 @@ impl SemanticModel {
         &self.branches[id.index()]
     }
 
-    /// The innermost scope whose reads include `offset`.
+    /// The innermost scope whose reads include `offset`. Scope ranges nest, so it is the
+    /// scope that starts last at or before `offset`, or the first of that one's ancestors
+    /// whose range holds `offset`: a binary search and a climb, not a scan.
     pub fn scope_at(&self, offset: usize) -> ScopeId {
+        let after = self.by_start.partition_point(|&(start, _)| start <= offset);
+        let mut current = after.checked_sub(1).map(|i| self.by_start[i].1);
+        while let Some(id) = current {
+            let (start, end) = self.scope(id).range;
+            if start <= offset && offset < end {
+                return id;
+            }
+            current = self.scope(id).parent;
+        }
+        MODULE_SCOPE
+    }
+
+    /// `scope_at` by scanning every scope, for checking it.
+    #[cfg(test)]
+    pub(super) fn scope_at_by_scan(&self, offset: usize) -> ScopeId {
         let mut best = MODULE_SCOPE;
         let mut best_len = usize::MAX;
         for (i, scope) in self.scopes.iter().enumerate() {
@@ -367,7 +386,10 @@ pub(crate) struct Arm {
 #[derive(Debug)]
 pub(crate) enum Flow {
     /// A binding takes effect at `at`.
-    Bind { binding: BindingId, at: usize },
+    Bind {
+        binding: BindingId,
+        at: usize,
+    },
     /// An `if` chain or a `match`: at most one arm runs; with no `else` (or irrefutable
     /// case), none may.
     If {
@@ -375,35 +397,50 @@ pub(crate) enum Flow {
         arms: Vec<Arm>,
         exhaustive: bool,
     },
-    Loop {
-        range: Range,
-        kind: LoopKind,
-        /// The iterable (read once) or the `while` test (read before every pass).
-        header: Range,
-        body_end: usize,
-        body: Vec<Flow>,
-        orelse: Vec<Flow>,
-        orelse_range: Option<Range>,
-    },
-    Try {
-        range: Range,
-        body_range: Range,
-        body: Vec<Flow>,
-        handlers: Vec<Arm>,
-        orelse: Vec<Flow>,
-        orelse_range: Option<Range>,
-        finally: Vec<Flow>,
-        finally_range: Option<Range>,
-    },
+    /// Boxed, as `Try` is: most steps are bindings, and the enum is as large as its
+    /// largest variant.
+    Loop(Box<LoopFlow>),
+    Try(Box<TryFlow>),
     /// Control leaves at `at` (the statement's end: what it reads is read before).
-    Exit { kind: ExitKind, at: usize },
+    Exit {
+        kind: ExitKind,
+        at: usize,
+    },
+}
+
+/// A `for` or `while` loop (`Flow::Loop`).
+#[derive(Debug)]
+pub(crate) struct LoopFlow {
+    pub range: Range,
+    pub kind: LoopKind,
+    /// The iterable (read once) or the `while` test (read before every pass).
+    pub header: Range,
+    pub body_end: usize,
+    pub body: Vec<Flow>,
+    pub orelse: Vec<Flow>,
+    pub orelse_range: Option<Range>,
+}
+
+/// A `try` statement (`Flow::Try`).
+#[derive(Debug)]
+pub(crate) struct TryFlow {
+    pub range: Range,
+    pub body_range: Range,
+    pub body: Vec<Flow>,
+    pub handlers: Vec<Arm>,
+    pub orelse: Vec<Flow>,
+    pub orelse_range: Option<Range>,
+    pub finally: Vec<Flow>,
+    pub finally_range: Option<Range>,
 }
 
 impl Flow {
     pub(super) fn start(&self) -> usize {
         match self {
             Flow::Bind { at, .. } | Flow::Exit { at, .. } => *at,
-            Flow::If { range, .. } | Flow::Loop { range, .. } | Flow::Try { range, .. } => range.0,
+            Flow::If { range, .. } => range.0,
+            Flow::Loop(inner) => inner.range.0,
+            Flow::Try(inner) => inner.range.0,
         }
     }
 }

@@ -668,6 +668,38 @@ def f(a, b, c=1, *args, **kw):
     assert!(checked > 2_000, "{checked}");
 }
 
+/// The binary search finds the scope a scan finds, at every offset of nested functions,
+/// classes, lambdas (one in a default) and comprehensions.
+#[test]
+fn scope_at_agrees_with_a_scan_everywhere() {
+    let src = "\
+class A:
+    x = [i for i in range(3)]
+
+    def m(self, f=lambda v: v + 1):
+        def inner(y):
+            return {k: (lambda: k)() for k in y}
+        return inner
+
+    class B:
+        def n(self):
+            pass
+
+
+def g(a, key=lambda t: t[0]):
+    return sorted(a, key=key)
+";
+    let model = model(src);
+    assert!(model.scopes.len() >= 10, "{}", model.scopes.len());
+    for offset in 0..=src.len() {
+        assert_eq!(
+            model.scope_at(offset),
+            model.scope_at_by_scan(offset),
+            "at {offset}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "a measurement: needs GATEFIX_BIND_DIR"]
 fn bind_cost_beside_parsing() {
