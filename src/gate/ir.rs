@@ -346,19 +346,6 @@ pub struct Site {
     pub parametric: bool,
     /// Whether the site's own code holds a token (not only names derived from one).
     pub own_token: bool,
-    /// The innermost branch arm of its function the site sits in (`ModuleIr::branches`).
-    pub branch: Option<usize>,
-}
-
-/// A branch arm inside a function: the sites and bindings under `if test:` (`holds`) or its
-/// `elif`/`else` (`!holds`), inside the arm `parent`.
-#[derive(Debug, Clone)]
-pub struct Branch {
-    pub test: Expr,
-    pub holds: bool,
-    pub parent: Option<usize>,
-    /// Where the test is evaluated (its locals are those bound before it).
-    pub byte: usize,
 }
 
 /// A store to `self.x` / `cls.x` (or an assignment in the class body), visible to every method
@@ -377,8 +364,6 @@ pub struct AttrAssign {
 pub struct CallSite {
     pub function: Option<usize>,
     pub byte: usize,
-    /// The branch arm the call sits in (its arguments are read there).
-    pub branch: Option<usize>,
     /// The callee as written (`f`, `self.m`, `mod.f`), for finding its definition.
     pub callee: String,
     pub args: Vec<Expr>,
@@ -389,15 +374,13 @@ pub struct CallSite {
     pub device_kwargs: Vec<String>,
 }
 
-/// A local assignment inside a function, visible to sites after `byte`.
+/// An assignment inside a function, lowered: the value of the semantic model's binding at
+/// the same place (`ModuleIr::binding_locals`), evaluated with the locals reaching `byte`.
 #[derive(Debug, Clone)]
 pub struct LocalAssign {
     pub byte: usize,
     pub target: Target,
     pub value: Expr,
-    /// The branch arm it sits in: a read outside that arm sees it joined with the binding
-    /// before it, guarded by the arm's tests.
-    pub branch: Option<usize>,
 }
 
 /// A store to a module global from inside a function.
@@ -406,8 +389,6 @@ pub struct GlobalStore {
     /// The storing function (index into `ModuleIr::functions`).
     pub function: usize,
     pub byte: usize,
-    /// The branch arm the store stands in.
-    pub branch: Option<usize>,
     pub value: Expr,
     /// Whether the stored value depends on the device as the lowering sees it.
     pub archy: bool,
@@ -443,8 +424,8 @@ pub struct ModuleIr {
     pub class_attrs: HashMap<String, HashMap<String, Vec<AttrAssign>>>,
     /// Calls with device-dependent arguments, by the callee's last name.
     pub calls: HashMap<String, Vec<CallSite>>,
+    /// Assignments inside each function (by index in `functions`), in source order.
     pub locals: HashMap<usize, Vec<LocalAssign>>,
-    pub branches: Vec<Branch>,
     /// The module's semantic model, bound from the same tree: which bindings of a name reach
     /// a read inside a function, and under which guards (`resolve` reads locals through it).
     pub semantic: Arc<SemanticModel>,

@@ -65,10 +65,9 @@ pub struct Lowerer<'a> {
     /// Top-level functions that read such a global: device names for importers although
     /// they decide nothing themselves.
     device_global_readers: HashSet<String>,
-    /// The branch arms around the current statement inside a function, and the ids of the
-    /// arms already recorded in `ir.branches`.
+    /// The `if` tests around the current statement inside a function, with the arm's
+    /// polarity: a name bound under a device test is device-derived.
     branch_stack: Vec<(Node<'a>, bool)>,
-    branch_ids: std::collections::HashMap<(usize, bool), usize>,
     /// Where an expression was nested past `MAX_EXPR_DEPTH` (reported, not silently dropped).
     too_deep: std::cell::RefCell<Vec<(u32, u32)>>,
     /// Where each function's body starts, by index in `ir.functions`: the function scope of
@@ -132,7 +131,6 @@ pub fn lower_parsed<'a>(
         function_globals: std::collections::HashMap::new(),
         device_global_readers: HashSet::new(),
         branch_stack: Vec::new(),
-        branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
         function_bodies: Vec::new(),
     };
@@ -605,32 +603,6 @@ impl<'a> Lowerer<'a> {
         self.ir.tests = tests;
     }
 
-    /// The innermost branch arm around the current statement, recording the arms on the way.
-    fn current_branch(&mut self) -> Option<usize> {
-        let mut parent = None;
-        for i in 0..self.branch_stack.len() {
-            let (cond, holds) = self.branch_stack[i];
-            let key = (cond.id(), holds);
-            let id = match self.branch_ids.get(&key) {
-                Some(&id) => id,
-                None => {
-                    let id = self.ir.branches.len();
-                    let test = self.expr(cond, 0);
-                    self.ir.branches.push(Branch {
-                        test,
-                        holds,
-                        parent,
-                        byte: cond.start_byte(),
-                    });
-                    self.branch_ids.insert(key, id);
-                    id
-                }
-            };
-            parent = Some(id);
-        }
-        parent
-    }
-
     /// `for x in ...:` binds `x` (to something gatefix does not follow) for the body.
     fn for_statement(&mut self, node: Node<'a>) {
         if let Some(right) = node.field(F::Right) {
@@ -697,7 +669,6 @@ impl<'a> Lowerer<'a> {
             if self.at_module_level() {
                 self.ir.assigns.insert(name, value);
             } else if let Some(&function) = self.functions.last() {
-                let branch = self.current_branch();
                 self.ir
                     .locals
                     .entry(function)
@@ -706,7 +677,6 @@ impl<'a> Lowerer<'a> {
                         byte: target.start_byte(),
                         target: Target::Name(name),
                         value,
-                        branch,
                     });
             }
         }
@@ -968,7 +938,6 @@ impl<'a> Lowerer<'a> {
             }
         } else if let Some(&function) = self.functions.last() {
             let byte = value.start_byte();
-            let branch = self.current_branch();
             let rebinding_in_except = self.in_except > 0;
             if let Some(globals) = self.function_globals.get(&function) {
                 for (name, path) in &bindings {
@@ -980,7 +949,6 @@ impl<'a> Lowerer<'a> {
                             .push(GlobalStore {
                                 function,
                                 byte,
-                                branch,
                                 value: unpacked(&lowered, path),
                                 archy,
                             });
@@ -1001,7 +969,6 @@ impl<'a> Lowerer<'a> {
                     byte,
                     target: Target::Name(name),
                     value: unpacked(&lowered, &path),
-                    branch,
                 });
             }
         }
@@ -1643,7 +1610,6 @@ impl<'a> Lowerer<'a> {
 
     fn push_site(&mut self, kind: SiteKind, node: Node<'a>, expr: Expr, parametric: bool) {
         let function = self.functions.last().copied();
-        let branch = self.current_branch();
         let start = node.start_position();
         let end = node.end_position();
         let site = Site {
@@ -1663,7 +1629,6 @@ impl<'a> Lowerer<'a> {
             guards: self.guards.clone(),
             parametric,
             own_token: self.archy(node),
-            branch,
         };
         self.ir.sites.push(site);
     }
@@ -1945,7 +1910,6 @@ impl<'a> Lowerer<'a> {
         let site = CallSite {
             function: self.functions.last().copied(),
             byte: node.start_byte(),
-            branch: self.current_branch(),
             callee: written,
             args,
             kwargs,
@@ -1968,7 +1932,6 @@ impl<'a> Lowerer<'a> {
         if self.at_module_level() {
             self.ir.assigns.insert(name, lowered);
         } else if let Some(&function) = self.functions.last() {
-            let branch = self.current_branch();
             self.ir
                 .locals
                 .entry(function)
@@ -1977,7 +1940,6 @@ impl<'a> Lowerer<'a> {
                     byte: node.start_byte(),
                     target: Target::Name(name),
                     value: lowered,
-                    branch,
                 });
         }
     }
@@ -2570,7 +2532,6 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         function_globals: std::collections::HashMap::new(),
         device_global_readers: HashSet::new(),
         branch_stack: Vec::new(),
-        branch_ids: std::collections::HashMap::new(),
         too_deep: Default::default(),
         function_bodies: Vec::new(),
     };

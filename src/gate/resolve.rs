@@ -119,12 +119,11 @@ pub enum Builtin {
 #[derive(Clone, Copy)]
 pub enum Locals<'s> {
     None,
-    /// Inside a function of the module, at a byte offset: locals assigned before it count.
+    /// Inside a function of the module, at a byte offset: what the module's semantic model
+    /// says reaches that offset (`SemanticModel::reaching`).
     Site {
         function: usize,
         byte: usize,
-        /// The branch arm the read stands in.
-        branch: Option<usize>,
     },
     Bound(&'s HashMap<String, Val>),
 }
@@ -136,22 +135,13 @@ pub struct Scope<'s> {
 }
 
 impl<'s> Scope<'s> {
-    /// Where a statement of the module stands: inside `function` (its locals as bound before
-    /// `byte`, read from arm `branch`), or at module level.
-    pub fn at(
-        module: &'s SharedModule,
-        function: Option<usize>,
-        byte: usize,
-        branch: Option<usize>,
-    ) -> Scope<'s> {
+    /// Where a statement of the module stands: inside `function` at `byte`, or at module
+    /// level.
+    pub fn at(module: &'s SharedModule, function: Option<usize>, byte: usize) -> Scope<'s> {
         Scope {
             module,
             locals: match function {
-                Some(function) => Locals::Site {
-                    function,
-                    byte,
-                    branch,
-                },
+                Some(function) => Locals::Site { function, byte },
                 None => Locals::None,
             },
         }
@@ -419,7 +409,7 @@ impl<'a> Resolver<'a> {
         // A device value passed on is found in a few steps; an argument that takes more is
         // not worth a candidate (this runs for thousands of calls).
         STEPS.with(|steps| steps.set(STEP_BUDGET - FEED_STEP_BUDGET));
-        let scope = Scope::at(module, site.function, site.byte, site.branch);
+        let scope = Scope::at(module, site.function, site.byte);
         let val = self.eval(arg, scope, 0);
         let _ = take_assumptions();
         feeds_device(&val)
@@ -903,7 +893,7 @@ impl<'a> Resolver<'a> {
                         guard.range.0,
                     );
                     memoised(&self.tests, key, || {
-                        let scope = Scope::at(module, Some(function), guard.range.0, None);
+                        let scope = Scope::at(module, Some(function), guard.range.0);
                         self.condition(test, scope, depth + 1)
                     })
                 }
@@ -1009,7 +999,7 @@ impl<'a> Resolver<'a> {
             else {
                 continue;
             };
-            let scope = Scope::at(module, call.function, call.byte, call.branch);
+            let scope = Scope::at(module, call.function, call.byte);
             let val = self.eval(arg, scope, depth + 1);
             let device = is_device(&val)
                 || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
@@ -1060,7 +1050,7 @@ impl<'a> Resolver<'a> {
     ) -> Val {
         let key = (std::sync::Arc::as_ptr(module) as usize, function, index);
         memoised(&self.locals, key, || {
-            let inner = Scope::at(module, Some(function), assign.byte, assign.branch);
+            let inner = Scope::at(module, Some(function), assign.byte);
             self.eval(&assign.value, inner, depth + 1)
         })
     }
@@ -1186,7 +1176,7 @@ impl<'a> Resolver<'a> {
         // nowhere at module level: a lazy init, whose device value is what readers get.
         if let Some(stores) = ir.global_stores.get(name) {
             for store in stores {
-                let scope = Scope::at(&ir, Some(store.function), store.byte, store.branch);
+                let scope = Scope::at(&ir, Some(store.function), store.byte);
                 let val = self.eval(&store.value, scope, depth + 1);
                 if carries_device(&val) {
                     assume(&format!(
@@ -1398,7 +1388,6 @@ impl<'a> Resolver<'a> {
                         Some(function) => Locals::Site {
                             function,
                             byte: store.byte,
-                            branch: None,
                         },
                         None => Locals::None,
                     },

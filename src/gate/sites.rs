@@ -49,7 +49,7 @@ pub fn resolve_module(resolver: &Resolver, module: &SharedModule) -> Vec<Resolve
 
 fn resolve_site(resolver: &Resolver, module: &SharedModule, site: &Site) -> Option<(Pred, Form)> {
     reset_budget();
-    let scope = Scope::at(module, site.function, site.byte, site.branch);
+    let scope = Scope::at(module, site.function, site.byte);
     // A site only reached where a platform fact fails on NVIDIA (`if is_hip():`) is not an
     // NVIDIA gate.
     for (guard, holds) in &site.guards {

@@ -650,7 +650,6 @@ impl Ctx<'_> {
                 s.function.map(|function| Locals::Site {
                     function,
                     byte: s.byte,
-                    branch: s.branch,
                 })
             })
             .unwrap_or(Locals::None);
