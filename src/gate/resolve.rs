@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use super::index::{IndexReads, ModuleIndex, ReadLog};
 use super::ir::*;
 use super::predicate::{Atom, DevVar, Form, Pred, Rhs};
-use super::semantic::{Binding, BindingKind, Guard, GuardKind, Reach, ScopeKind, SemanticModel};
+use super::semantic::{
+    Binding, BindingId, BindingKind, Guard, GuardKind, Reach, ScopeKind, SemanticModel,
+};
 use super::tokens::Tokens;
 use crate::rules::{Fact, Rules};
 
@@ -164,7 +166,7 @@ pub struct Resolver<'a> {
     reached: Memo<ReachKey, Val>,
     /// The bindings reaching a read, by module, name and offset: a read is asked about
     /// again for every caller and every site that reaches it.
-    walks: Mutex<HashMap<(usize, String, usize), Vec<Reach>>>,
+    walks: Mutex<HashMap<(usize, BindingId, usize), Vec<Reach>>>,
     /// The `if` tests that guard bindings, as predicates: module, function, offset.
     tests: Memo<(usize, usize, usize), Pred>,
     /// Function values by callee and arguments, with what was assumed computing them.
@@ -176,8 +178,9 @@ pub struct Resolver<'a> {
 
 /// A local assignment: module, function, index of the assignment.
 type LocalKey = (usize, usize, usize);
-/// A local read: module, function, name, and the bindings that reach it.
-type ReachKey = (usize, usize, String, Vec<Reach>);
+/// A local read: module, function, the name (as its first binding in the scope that binds
+/// it), and the bindings that reach it.
+type ReachKey = (usize, usize, BindingId, Vec<Reach>);
 
 /// Steps one site may take; a safety net against pathological code, far above real gates.
 /// 50,000 since 2026-12-02: on sglang 0.5.23 + flashinfer 0.7.2 the sites that took more
@@ -739,14 +742,8 @@ impl<'a> Resolver<'a> {
         // walk the whole module for nothing. One a function stores under `global` is read as
         // the flow says (the store just made, else the module's value).
         let model = &module.semantic;
-        if !function_binds(model, name, byte, true) {
-            return None;
-        }
-        let walk_key = (
-            std::sync::Arc::as_ptr(module) as usize,
-            name.to_string(),
-            byte,
-        );
+        let named = function_binding(model, name, byte, true)?;
+        let walk_key = (std::sync::Arc::as_ptr(module) as usize, named, byte);
         let known = self
             .walks
             .lock()
@@ -781,7 +778,7 @@ impl<'a> Resolver<'a> {
         let key = (
             std::sync::Arc::as_ptr(module) as usize,
             function,
-            name.to_string(),
+            named,
             reaches.clone(),
         );
         // A value that depends on itself (`x = f(x)` read through a loop's back edge that
@@ -3056,19 +3053,34 @@ fn combine_returns(returns: Vec<(Pred, Val)>, func: &FuncRef) -> Val {
 /// Whether a function, lambda or comprehension around `byte` binds `name` (with
 /// `through_global`, also one that binds it under `global`).
 fn function_binds(model: &SemanticModel, name: &str, byte: usize, through_global: bool) -> bool {
+    function_binding(model, name, byte, through_global).is_some()
+}
+
+/// The first binding of `name` in the innermost function, lambda or comprehension around
+/// `byte` that binds it (see `function_binds`): it stands for the name in that scope, so a
+/// memo key holds a number, not the name.
+fn function_binding(
+    model: &SemanticModel,
+    name: &str,
+    byte: usize,
+    through_global: bool,
+) -> Option<BindingId> {
     let mut current = Some(model.scope_at(byte));
     while let Some(id) = current {
         let s = model.scope(id);
         match s.kind {
-            ScopeKind::Module => return false,
+            ScopeKind::Module => return None,
             ScopeKind::Class => {}
-            _ if !through_global && s.globals.iter().any(|g| g == name) => return false,
-            _ if s.bindings.contains_key(name) => return true,
-            _ => {}
+            _ if !through_global && s.globals.iter().any(|g| g == name) => return None,
+            _ => {
+                if let Some(&first) = s.bindings.get(name).and_then(|b| b.first()) {
+                    return Some(first);
+                }
+            }
         }
         current = s.parent;
     }
-    false
+    None
 }
 
 /// Whether a binding is a function's local that resolution reads by value: one made in a

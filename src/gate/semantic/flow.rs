@@ -602,6 +602,13 @@ fn conjoin(a: &[Guard], b: &[Guard]) -> Option<Vec<Guard>> {
 /// `c`), drops repeats and ways another way implies (`c and d` beside `c`), and keeps at most
 /// `MAX_WAYS`.
 fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
+    // `always` absorbs every other way; one way has nothing to merge with.
+    if ways.iter().any(Vec::is_empty) {
+        return vec![Vec::new()];
+    }
+    if ways.len() <= 1 {
+        return ways;
+    }
     let mut changed = true;
     while changed {
         changed = false;
