@@ -293,6 +293,9 @@ fn memoised<K: Eq + std::hash::Hash, T: Clone>(
     val
 }
 
+/// Why a guarded choice with too many arms is unknown.
+const TOO_MANY_VALUES: &str = "too many values depend on the device here";
+
 /// More arms than this in a guarded choice: the value is unknown.
 const MAX_CHOICE_ARMS: usize = 8;
 
@@ -332,7 +335,7 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
     if out.len() > MAX_CHOICE_ARMS
         || out.iter().map(|(g, _)| g.size()).sum::<usize>() > MAX_PRED_NODES
     {
-        return Val::Unknown("too many values depend on the device here".into());
+        return Val::Unknown(TOO_MANY_VALUES.into());
     }
     if out.len() == 1 && out[0].0 == Pred::Const(true) {
         return out.pop().expect("one arm").1;
@@ -1885,9 +1888,14 @@ impl<'a> Resolver<'a> {
         if let Some(rule) = self.rules.value(&qualified) {
             return rule_value(rule).called();
         }
-        // A helper without a token is read only when it is handed a device value.
+        // A helper without a token is read only when it is handed a device value: one that
+        // is, a choice the device makes (`v = 3 if cap[0] == 9 else 2`, then `supported(v)`),
+        // or a value too many device-made choices left unknown (its call is unknown too).
         let device_args = args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| {
-            is_device(v) || matches!(v, Val::Choice(_) | Val::Pred(_) if to_pred(v.clone()).is_arch_dependent())
+            is_device(v)
+                || matches!(v, Val::Choice(_) | Val::Pred(_) if to_pred(v.clone()).is_arch_dependent())
+                || matches!(v, Val::Choice(arms) if arms.iter().any(|(guard, _)| guard.is_arch_dependent()))
+                || matches!(v, Val::Unknown(reason) if reason == TOO_MANY_VALUES)
         });
         if !(whole_archy.unwrap_or(function.archy) || device_args && function.body.is_some()) {
             return Val::Free(expr.to_string());
