@@ -155,6 +155,22 @@ fn joined(parts: Vec<Pred>, conjunction: bool) -> Option<Vec<Pred>> {
             out.push(part);
         }
     }
+    // A compound part beside its own negation: `x and not y` was flattened into `x`, `not y`
+    // above, so `not (x and not y)` next to them is only seen whole (a record's fields split
+    // into choices meet the same compound guard both ways).
+    if out.len() <= MAX_SIMPLIFIED_PARTS {
+        let decided = out.iter().any(|part| match part {
+            Pred::Not(inner) => match inner.as_ref() {
+                Pred::And(all) if conjunction => all.iter().all(|p| out.contains(p)),
+                Pred::Or(all) if !conjunction => all.iter().all(|p| out.contains(p)),
+                _ => false,
+            },
+            _ => false,
+        });
+        if decided {
+            return None;
+        }
+    }
     Some(out)
 }
 
@@ -574,6 +590,32 @@ mod tests {
     const SM120: Arch = Arch::new(12, 0);
     const SM121: Arch = Arch::new(12, 1);
     const SM90: Arch = Arch::new(9, 0);
+
+    #[test]
+    fn a_compound_beside_its_negation_decides_the_whole() {
+        let x = Pred::free("x");
+        let y = Pred::free("y");
+        let a = Pred::and(vec![x.clone(), y.clone().negate()]);
+        assert_eq!(
+            Pred::and(vec![a.clone(), a.clone().negate()]),
+            Pred::Const(false)
+        );
+        assert_eq!(
+            Pred::and(vec![a.clone().negate(), a.clone()]),
+            Pred::Const(false)
+        );
+        let o = Pred::or(vec![x.clone(), y.clone()]);
+        assert_eq!(
+            Pred::or(vec![o.clone(), o.clone().negate()]),
+            Pred::Const(true)
+        );
+        // Only the whole compound is its negation: `x and not (x and y)` stays.
+        let b = Pred::and(vec![x.clone(), y.clone()]);
+        assert_eq!(
+            Pred::and(vec![x.clone(), b.clone().negate()]),
+            Pred::And(vec![x, b.negate()])
+        );
+    }
 
     #[test]
     fn free_conditions_do_not_make_a_gate_unknown() {
