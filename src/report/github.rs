@@ -695,11 +695,10 @@ mod tests {
         assert!(!summary.contains("not shown"));
     }
 
-    #[test]
-    fn step_summary_lists_traps_first_and_cuts_only_after_them() {
+    /// 2,000 unverified gates at sm_120 with 2,000 characters of evidence each: past the
+    /// step summary's limit.
+    fn long_unverified_rows() -> Fixture {
         let mut f = Fixture::new(&[SM120]);
-        // 2,000 unverified gates first in report order, with long evidence, then 3 traps
-        // and an opportunity: the traps lead and the cut falls among the unverified.
         for i in 0..2000 {
             f.add(
                 gate("sglang", &format!("sglang/u{i}.py"), 1, "x"),
@@ -707,6 +706,14 @@ mod tests {
             );
             f.verdicts[i][0].evidence = vec!["u".repeat(2_000)];
         }
+        f
+    }
+
+    #[test]
+    fn step_summary_lists_traps_first_and_cuts_only_after_them() {
+        // 2,000 unverified gates first in report order, with long evidence, then 3 traps
+        // and an opportunity: the traps lead and the cut falls among the unverified.
+        let mut f = long_unverified_rows();
         for i in 0..3 {
             f.add(gate("sglang", &format!("sglang/t{i}.py"), 1, "x"), &[Trap]);
         }
@@ -775,14 +782,7 @@ mod tests {
 
     #[test]
     fn past_the_limit_an_old_trap_behind_new_rows_is_still_listed() {
-        let mut f = Fixture::new(&[SM120]);
-        for i in 0..2000 {
-            f.add(
-                gate("sglang", &format!("sglang/u{i}.py"), 1, "x"),
-                &[Unverified],
-            );
-            f.verdicts[i][0].evidence = vec!["u".repeat(2_000)];
-        }
+        let mut f = long_unverified_rows();
         f.add(gate("sglang", "sglang/old_trap.py", 1, "x"), &[Trap]);
         let accepted: Accepted = [(2000, 0)].into_iter().collect();
         let summary = step_summary(&f.report(), Some(&accepted));
