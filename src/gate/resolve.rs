@@ -1365,7 +1365,9 @@ impl<'a> Resolver<'a> {
 
     /// An attribute stored on a class (`self.x = ...` in any method, `cls.x = ...`, or the class
     /// body), looked up through its bases. Of several stores, the first whose value depends
-    /// on the device is the one the attribute holds once set up; else the last.
+    /// on the device is the one the attribute holds once set up; else the value they all
+    /// store, or a free one where they differ (the last store is not the one every read sees:
+    /// `self.quantization` is `None`, `"fp8"` or `"gguf"` by the path the setup took).
     fn class_attr(&self, class: &FuncRef, name: &str, depth: u32) -> Option<Val> {
         if depth > MAX_DEPTH {
             cut();
@@ -1380,7 +1382,7 @@ impl<'a> Resolver<'a> {
             .get(&class.qualname)
             .and_then(|a| a.get(name))
         {
-            let mut last = None;
+            let mut values: Vec<Val> = Vec::new();
             for store in stores.iter().take(MAX_CHOICE_ARMS) {
                 let scope = Scope {
                     module: &ir,
@@ -1399,9 +1401,14 @@ impl<'a> Resolver<'a> {
                 if device {
                     return Some(val);
                 }
-                last = Some(val);
+                if !values.contains(&val) {
+                    values.push(val);
+                }
             }
-            return last;
+            return match values.len() {
+                0 | 1 => values.pop(),
+                _ => Some(Val::Free(format!("{}.{name}", class.qualname))),
+            };
         }
         self.first_in_bases(class, depth, |base| self.class_attr(base, name, depth + 1))
     }
