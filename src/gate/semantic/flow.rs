@@ -59,7 +59,24 @@ impl SemanticModel {
     pub(super) fn reaching_by_walk(&self, name: &str, offset: usize) -> Option<Vec<Reach>> {
         let scope = self.scope_at(offset);
         straight_line(self, scope, name, offset)?;
-        Some(walk(self, name, scope, offset))
+        Some(walk_with(self, name, scope, offset, false))
+    }
+}
+
+impl SemanticModel {
+    /// The walk of the scope holding `offset`, with and without passing over statements by
+    /// their shape, for checking one against the other.
+    #[cfg(test)]
+    pub(super) fn walks_with_and_without_skips(
+        &self,
+        name: &str,
+        offset: usize,
+    ) -> (Vec<Reach>, Vec<Reach>) {
+        let scope = self.scope_at(offset);
+        (
+            walk_with(self, name, scope, offset, true),
+            walk_with(self, name, scope, offset, false),
+        )
     }
 }
 
@@ -223,12 +240,40 @@ fn fall_back(local: Vec<Reach>, outer: impl FnOnce() -> Vec<Reach>) -> Vec<Reach
 
 /// Walks `scope`'s flow to `offset` (`usize::MAX`: to its end).
 fn walk(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) -> Vec<Reach> {
+    walk_with(model, name, scope, offset, true)
+}
+
+/// `walk`; `skip`: statements that bind nothing of the name and hold no read are passed
+/// over by their shape alone (`Shape`), not walked.
+fn walk_with(
+    model: &SemanticModel,
+    name: &str,
+    scope: ScopeId,
+    offset: usize,
+    skip: bool,
+) -> Vec<Reach> {
+    let binds = match model.scope(scope).bindings.get(name) {
+        Some(ids) if skip => ids
+            .iter()
+            .map(|&id| {
+                let b = model.binding(id);
+                (
+                    b.statement.0.min(b.visible_from),
+                    b.statement.1.max(b.visible_from + 1),
+                )
+            })
+            .collect(),
+        // Without skips every statement counts as binding the name.
+        _ if !skip => vec![(0, usize::MAX)],
+        _ => Vec::new(),
+    };
     let mut walker = Walker {
         model,
         name,
         cursor: offset,
         found: None,
         loops: Vec::new(),
+        binds,
     };
     let start: State = vec![(None, vec![Vec::new()])];
     let end = walker.run(&model.scope(scope).flow, Some(start));
@@ -253,6 +298,9 @@ struct Walker<'m> {
     /// The state at the read, once reached.
     found: Option<State>,
     loops: Vec<LoopExits>,
+    /// Where the scope binds the name (each binding's statement and the point it takes
+    /// effect): a statement that overlaps none of them cannot change what reaches.
+    binds: Vec<(usize, usize)>,
 }
 
 impl Walker<'_> {
@@ -288,6 +336,12 @@ impl Walker<'_> {
     }
 
     fn step(&mut self, flow: &Flow, state: Option<State>) -> Option<State> {
+        if let Some(range) = flow.compound_range()
+            && self.cursor >= range.1
+            && !self.binds.iter().any(|b| b.0 < range.1 && b.1 > range.0)
+        {
+            return self.pass_over(flow, state);
+        }
         match flow {
             Flow::Bind { binding, .. } => {
                 if self.model.binding(*binding).name == self.name && state.is_some() {
@@ -489,6 +543,24 @@ impl Walker<'_> {
         }
     }
 
+    /// A statement that binds nothing of the name and holds no read, by its shape alone:
+    /// every path through it carries the state in unchanged, so the joins it would make are
+    /// of equal states and keep them as they are (the walk's answer, at a fraction of the
+    /// cost in long functions, where each read walked every `if` before it).
+    fn pass_over(&mut self, flow: &Flow, state: Option<State>) -> Option<State> {
+        let state = state?;
+        let shape = Shape::of(flow);
+        if let Some(exits) = self.loops.last_mut() {
+            if shape.breaks {
+                exits.breaks.push(state.clone());
+            }
+            if shape.continues {
+                exits.continues.push(state.clone());
+            }
+        }
+        shape.completes.then_some(state)
+    }
+
     /// Every binding of the name made in `flows`, at any depth.
     fn binds_in(&self, flows: &[Flow]) -> Vec<BindingId> {
         let mut found = Vec::new();
@@ -521,6 +593,104 @@ impl Walker<'_> {
             }
         }
         found
+    }
+}
+
+/// What a statement does to control whatever the name, entered on a live path: whether it
+/// can end normally, and whether a `break` or `continue` in it leaves for the loop around
+/// it. Mirrors `Walker::step`'s reachability, which depends on no name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    completes: bool,
+    breaks: bool,
+    continues: bool,
+}
+
+impl Shape {
+    const FALLS_THROUGH: Shape = Shape {
+        completes: true,
+        breaks: false,
+        continues: false,
+    };
+
+    /// The shape of a block: what follows a statement that cannot end is not reached.
+    fn of_block(flows: &[Flow]) -> Shape {
+        let mut shape = Shape::FALLS_THROUGH;
+        for flow in flows {
+            if !shape.completes {
+                break;
+            }
+            let next = Shape::of(flow);
+            shape = Shape {
+                completes: next.completes,
+                breaks: shape.breaks || next.breaks,
+                continues: shape.continues || next.continues,
+            };
+        }
+        shape
+    }
+
+    fn of(flow: &Flow) -> Shape {
+        match flow {
+            Flow::Bind { .. } => Shape::FALLS_THROUGH,
+            Flow::Exit { kind, .. } => Shape {
+                completes: false,
+                breaks: *kind == ExitKind::Break,
+                continues: *kind == ExitKind::Continue,
+            },
+            Flow::If {
+                arms, exhaustive, ..
+            } => arms.iter().fold(
+                Shape {
+                    completes: !exhaustive,
+                    breaks: false,
+                    continues: false,
+                },
+                |shape, arm| shape.either(Shape::of_block(&arm.body)),
+            ),
+            // The loop's own `break`s end it (normally); its `else` is reached whenever the
+            // loop is, and exits the loop around.
+            Flow::Loop(inner) => {
+                let body = Shape::of_block(&inner.body);
+                let orelse = Shape::of_block(&inner.orelse);
+                Shape {
+                    completes: orelse.completes || body.breaks,
+                    ..orelse
+                }
+            }
+            Flow::Try(inner) => {
+                let body = Shape::of_block(&inner.body);
+                let mut shape = Shape {
+                    completes: false,
+                    ..body
+                };
+                // Its `else` runs after the body ends normally; a handler, after any part.
+                if body.completes {
+                    shape = shape.either(Shape::of_block(&inner.orelse));
+                }
+                for handler in &inner.handlers {
+                    shape = shape.either(Shape::of_block(&handler.body));
+                }
+                if !shape.completes {
+                    return shape;
+                }
+                let finally = Shape::of_block(&inner.finally);
+                Shape {
+                    completes: finally.completes,
+                    breaks: shape.breaks || finally.breaks,
+                    continues: shape.continues || finally.continues,
+                }
+            }
+        }
+    }
+
+    /// One path or the other.
+    fn either(self, other: Shape) -> Shape {
+        Shape {
+            completes: self.completes || other.completes,
+            breaks: self.breaks || other.breaks,
+            continues: self.continues || other.continues,
+        }
     }
 }
 

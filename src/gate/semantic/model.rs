@@ -435,6 +435,16 @@ pub(crate) struct TryFlow {
 }
 
 impl Flow {
+    /// The statement's range, for an `if`, a loop or a `try`.
+    pub(super) fn compound_range(&self) -> Option<Range> {
+        match self {
+            Flow::Bind { .. } | Flow::Exit { .. } => None,
+            Flow::If { range, .. } => Some(*range),
+            Flow::Loop(inner) => Some(inner.range),
+            Flow::Try(inner) => Some(inner.range),
+        }
+    }
+
     pub(super) fn start(&self) -> usize {
         match self {
             Flow::Bind { at, .. } | Flow::Exit { at, .. } => *at,
