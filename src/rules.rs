@@ -37,6 +37,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "rules/parameters.toml",
         include_str!("../rules/parameters.toml"),
     ),
+    ("rules/launch.toml", include_str!("../rules/launch.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -63,6 +64,33 @@ struct RuleFile {
     checker_registry: Vec<CheckerRegistry>,
     #[serde(rename = "override", default)]
     overrides: Vec<OverrideRule>,
+    #[serde(default)]
+    launch_feature: Vec<LaunchFeatureToml>,
+}
+
+/// `[[launch_feature]]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LaunchFeatureToml {
+    name: String,
+    words: Vec<String>,
+    min_major: u32,
+    source: String,
+}
+
+/// A launch feature the hardware decides (`rules/launch.toml`): a gate that only turns it on
+/// or off is judged by whether the target has it.
+#[derive(Debug, Clone)]
+pub struct LaunchFeature {
+    pub name: String,
+    /// Lowercase words, each a whole part of an identifier (`pdl` in `enable_pdl`).
+    pub words: Vec<String>,
+    /// The lowest compute capability major with the feature.
+    pub min_major: u32,
+    /// Where the minimum is documented.
+    pub source: String,
+    /// The rule file.
+    pub file: PathBuf,
 }
 
 /// `[[override]]`: a switch of the package (an environment variable, a server argument) that
@@ -312,6 +340,7 @@ pub struct Rules {
     pub parameters: Vec<ParameterRule>,
     pub checker_registries: Vec<CheckerRegistry>,
     pub overrides: Vec<OverrideRule>,
+    pub launch_features: Vec<LaunchFeature>,
     pub files: Vec<PathBuf>,
 }
 
@@ -450,6 +479,34 @@ impl Rules {
             });
         }
         self.checker_registries.extend(file.checker_registry);
+        for feature in file.launch_feature {
+            let words: Vec<String> = feature
+                .words
+                .iter()
+                .map(|w| w.trim().to_ascii_lowercase())
+                .collect();
+            if feature.name.trim().is_empty()
+                || words.is_empty()
+                || words
+                    .iter()
+                    .any(|w| w.is_empty() || !w.chars().all(|c| c.is_ascii_alphanumeric()))
+            {
+                return Err(Error::Input {
+                    message: format!(
+                        "{}: [[launch_feature]] `{}` needs a name and words of letters and digits (one part of an identifier each)",
+                        path.display(),
+                        feature.name
+                    ),
+                });
+            }
+            self.launch_features.push(LaunchFeature {
+                name: feature.name,
+                words,
+                min_major: feature.min_major,
+                source: feature.source,
+                file: path.to_path_buf(),
+            });
+        }
         for rule in &file.overrides {
             let fields = [
                 ("dist", &rule.dist),

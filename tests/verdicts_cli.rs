@@ -661,3 +661,116 @@ fn paths_to_triton_and_generic_jit_kernels() {
         "{evidence:#?}"
     );
 }
+
+/// A gate that only turns a launch feature on or off (`rules/launch.toml`) is judged by
+/// whether the target has the feature: PDL at sm_80 (none) and sm_120 (has it). An early
+/// exit and a compound test decide more than the feature and keep their usual verdicts; a
+/// gate that keeps the feature off where the hardware has it gets none.
+#[test]
+fn launch_feature_gates_are_judged_by_the_targets_hardware() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/launch");
+    let out = audit(
+        &site,
+        &[
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+            "-t",
+            "sm_80",
+            "-t",
+            "sm_120",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stop = |g: &Value| -> String {
+        g["evidence"]["sm_120"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.as_str()?.strip_prefix("stop: "))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let table: Vec<(String, u64, String, String, String)> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_80"].as_str().unwrap().to_string(),
+                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+                stop(g),
+            )
+        })
+        .collect();
+    let row = |file: &str, line: u64, sm80: &str, sm120: &str, stop: &str| {
+        (
+            file.to_string(),
+            line,
+            sm80.to_string(),
+            sm120.to_string(),
+            stop.to_string(),
+        )
+    };
+    assert_eq!(
+        table,
+        vec![
+            row("launchpkg/ops.py", 13, "wall", "open", ""),
+            row(
+                "launchpkg/ops.py",
+                19,
+                "unverified",
+                "unverified",
+                "flag-never-read"
+            ),
+            row(
+                "launchpkg/ops.py",
+                26,
+                "unverified",
+                "unverified",
+                "no-kernel-reached"
+            ),
+            row(
+                "launchpkg/ops.py",
+                33,
+                "wall",
+                "unverified",
+                "launch-feature-off"
+            ),
+            row("launchpkg/utils.py", 6, "wall", "open", ""),
+            row(
+                "launchpkg/utils.py",
+                11,
+                "wall",
+                "unverified",
+                "launch-feature-off"
+            ),
+        ]
+    );
+    let (_, evidence) = verdict_at(&doc, "launchpkg/ops.py", 13);
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains("programmatic dependent launch")
+                && e.contains("rules/launch.toml")
+                && e.contains("9.0 or higher")),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e == "sm_120 has it (major 12 >= 9)"),
+        "{evidence:?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "launchpkg/utils.py", 6);
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.contains("what device_support_pdl() returns")),
+        "{evidence:?}"
+    );
+}

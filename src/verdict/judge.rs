@@ -16,7 +16,7 @@ use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex};
 use crate::kernel::requirement::Requirement;
-use crate::rules::Rules;
+use crate::rules::{LaunchFeature, Rules};
 use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
 
@@ -119,7 +119,12 @@ pub fn judge_prepared(
         .map(|(gate, link)| {
             targets
                 .iter()
-                .map(|&target| verdict(gate, link, target, cuda, &index, site, &scan.gates))
+                .map(|&target| {
+                    let verdict = verdict(gate, link, target, cuda, &index, site, &scan.gates);
+                    launch_feature_verdict(gate, link, target, cuda, &rules.launch_features)
+                        .filter(|_| verdict.kind == VerdictKind::Unverified)
+                        .unwrap_or(verdict)
+                })
                 .collect()
         })
         .collect();
@@ -275,6 +280,98 @@ impl Kernel {
             _ => Kernel::Present,
         };
     }
+}
+
+/// The feature of `rules/launch.toml` a gate turns on or off, if that is all it does: the
+/// gate reads or calls a name with the feature's word (`use_pdl`, `device_support_pdl(dev)`),
+/// or it is what a helper with the word in its name returns (`return major >= 9` in
+/// `device_support_pdl`). Negated or compound gates decide more than the feature.
+pub fn launch_feature_of<'r>(
+    gate: &Gate,
+    link: &GateLink,
+    features: &'r [LaunchFeature],
+) -> Option<(&'r LaunchFeature, String)> {
+    if link.guards_raise {
+        return None;
+    }
+    let text = gate.text.trim();
+    let head = text.split('(').next().unwrap_or(text).trim();
+    let plain_name = !head.is_empty()
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && (head.len() == text.len() || text.ends_with(')'));
+    let helper = (link.stop.as_deref() == Some("helper-definition"))
+        .then_some(gate.function.as_deref())
+        .flatten()
+        .map(|f| f.rsplit('.').next().unwrap_or(f));
+    let has_word = |name: &str, word: &str| {
+        name.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|part| part.eq_ignore_ascii_case(word))
+    };
+    features.iter().find_map(|feature| {
+        feature.words.iter().find_map(|word| {
+            if plain_name && has_word(head, word) {
+                Some((feature, format!("`{text}` names {}", feature.name)))
+            } else if let Some(helper) = helper.filter(|h| has_word(h, word)) {
+                Some((
+                    feature,
+                    format!(
+                        "the gate is what {helper}() returns, which names {}",
+                        feature.name
+                    ),
+                ))
+            } else {
+                None
+            }
+        })
+    })
+}
+
+/// A gate that only turns a launch feature on or off, judged by whether the target has the
+/// feature (`None`: not such a gate, or its admission is unknown). Turned off where the
+/// target has it, the gate keeps something off for reasons the code does not say: no verdict.
+fn launch_feature_verdict(
+    gate: &Gate,
+    link: &GateLink,
+    target: Arch,
+    cuda: Option<&CudaVersion>,
+    features: &[LaunchFeature],
+) -> Option<Verdict> {
+    let (feature, names) = launch_feature_of(gate, link, features)?;
+    let admits = evaluate(&gate.predicate, target.plain(), cuda);
+    let has = target.major >= feature.min_major;
+    let mut evidence = vec![
+        format!("admits {target}: {} ({})", admits.word(), gate.predicate),
+        format!(
+            "launch feature: {names}; it needs compute capability {}.0 or higher ({}: {})",
+            feature.min_major,
+            feature.file.display(),
+            feature.source
+        ),
+        format!(
+            "{target} {} it (major {} {} {})",
+            if has { "has" } else { "lacks" },
+            target.major,
+            if has { ">=" } else { "<" },
+            feature.min_major
+        ),
+    ];
+    let kind = match (admits, has) {
+        (Admits::Yes, true) => VerdictKind::Open,
+        (Admits::Yes, false) => VerdictKind::Trap,
+        (Admits::No, false) => VerdictKind::Wall,
+        (Admits::No, true) => {
+            evidence.push(
+                "the gate keeps the feature off where the hardware has it, for reasons the code does not say"
+                    .into(),
+            );
+            evidence.push("stop: launch-feature-off".into());
+            VerdictKind::Unverified
+        }
+        (Admits::Unknown(_), _) => return None,
+    };
+    Some(Verdict { kind, evidence })
 }
 
 fn verdict(
@@ -445,4 +542,85 @@ fn verdict(
         };
     }
     Verdict { kind, evidence }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn gate(text: &str, function: Option<&str>) -> Gate {
+        Gate {
+            id: String::new(),
+            dist: None,
+            dist_version: None,
+            file: "p/x.py".into(),
+            line: 1,
+            column: 0,
+            end_line: 1,
+            end_column: 0,
+            function: function.map(String::from),
+            form: Form::HelperCall,
+            text: text.into(),
+            predicate: Pred::Const(true),
+            guards_branch: true,
+            assumes: None,
+        }
+    }
+
+    fn link(stop: Option<&str>, guards_raise: bool) -> GateLink {
+        GateLink {
+            outcome: LinkOutcome::NotLinked(String::new()),
+            guards_raise,
+            returns_early: false,
+            stop: stop.map(String::from),
+            reached_under: Vec::new(),
+        }
+    }
+
+    /// The word is a whole part of the name the gate reads or calls, or of the helper it is
+    /// returned from; nothing else makes a gate a launch-feature gate.
+    #[test]
+    fn launch_features_match_whole_name_parts_of_plain_gates_only() {
+        let pdl = [LaunchFeature {
+            name: "PDL".into(),
+            words: vec!["pdl".into()],
+            min_major: 9,
+            source: "guide".into(),
+            file: PathBuf::from("rules/launch.toml"),
+        }];
+        let plain = link(Some("no-kernel-reached"), false);
+        let matches = |g: &Gate, l: &GateLink| launch_feature_of(g, l, &pdl).is_some();
+        for text in [
+            "use_pdl",
+            "self.enable_pdl",
+            "ENABLE_PDL",
+            "device_support_pdl(input.device)",
+            "is_arch_support_pdl()",
+            "mod.trtllm_moe_enable_pdl(x.shape[0])",
+        ] {
+            assert!(matches(&gate(text, None), &plain), "{text}");
+        }
+        for text in [
+            "not use_pdl",
+            "use_pdl and major == 10",
+            "updl_ready",
+            "pdlx()",
+            "major >= 9",
+            "f(use_pdl)",
+            "device_support_pdl(d)[0]",
+        ] {
+            assert!(!matches(&gate(text, None), &plain), "{text}");
+        }
+        // An early exit protects the code after it, not a launch.
+        assert!(!matches(&gate("use_pdl", None), &link(None, true)));
+        // The gate a helper returns, only when the search stopped there.
+        let helper = gate("major >= 9", Some("Caps.device_support_pdl"));
+        assert!(matches(&helper, &link(Some("helper-definition"), false)));
+        assert!(!matches(&helper, &plain));
+        assert!(!matches(
+            &gate("major >= 9", Some("supports_pdlx")),
+            &link(Some("helper-definition"), false)
+        ));
+    }
 }
