@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# bench/ratios.sh SITE [RUNS] — issue 37's speed figures on any unpacked site, without the
+# bench site's downloads or hyperfine: the plain and the default audit against rg's literal
+# floor (the tokens bench/audit.sh searches) and ruff's full semantic pass (the peer), in
+# alternating runs under one set of conditions, with min / median / max, the ratios at the
+# median, and gatefix's peak RSS.
+#
+#   rg      rg -c -i over the gate tokens (bench/audit.sh RG_CMD): reading every file, the floor;
+#   ruff    ruff check --no-cache --isolated --select F401,F841 --exit-zero: parses every
+#           Python file and builds a semantic model of each (scopes, bindings, references);
+#   plain   gatefix audit SITE --format json --no-verdicts;
+#   default gatefix audit SITE --format json --fail-on none (links and verdicts).
+#
+# Needs rg and ruff on PATH (`pip install ripgrep ruff` in a venv will do) and a release build
+# (GATEFIX=path overrides target/release/gatefix). One warm-up round is not timed. Issue 37's
+# limits: plain at most 15x rg, default at most 1.5x plain, peak RSS under 1 GiB; the script
+# prints them and exits 1 when one fails.
+set -euo pipefail
+
+SITE=${1:?usage: bench/ratios.sh SITE [RUNS]}
+RUNS=${2:-5}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GATEFIX=${GATEFIX:-$REPO/target/release/gatefix}
+for tool in rg ruff "$GATEFIX"; do
+    command -v "$tool" >/dev/null || {
+        echo "bench/ratios.sh: $tool not found (rg and ruff: pip install ripgrep ruff; gatefix: cargo build --release)" >&2
+        exit 2
+    }
+done
+
+python3 - "$SITE" "$RUNS" "$GATEFIX" <<'PY'
+import os, resource, statistics, subprocess, sys, time
+
+site, runs, gatefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+commands = {
+    "rg": ["rg", "-c", "-i", "-e", "capabilit", "-e", "is_sm", "-e", "sm_version", "-e", "device_sm",
+           "-e", "is_blackwell", "-e", "is_hopper", "-e", "is_ampere", "-e", "major_versions",
+           "-e", "get_nvcc_flags_list", "-e", "get_device_properties", "-e", "arch_support",
+           "--type", "py", site],
+    "ruff": ["ruff", "check", "--no-cache", "--isolated", "--select", "F401,F841", "--exit-zero",
+             "--quiet", site],
+    "plain": [gatefix, "audit", site, "--format", "json", "--no-verdicts"],
+    "default": [gatefix, "audit", site, "--format", "json", "--fail-on", "none"],
+}
+
+def run(argv):
+    """Wall seconds and the child's peak RSS in KiB (wait4 rusage of this child alone)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        sys.exit(f"bench/ratios.sh: {' '.join(argv)} exited {code}")
+    return wall, usage.ru_maxrss
+
+for argv in commands.values():  # warm-up: the page cache, and proof each command runs
+    run(argv)
+times = {name: [] for name in commands}
+rss = {name: 0 for name in commands}
+for _ in range(runs):
+    for name, argv in commands.items():
+        wall, peak = run(argv)
+        times[name].append(wall)
+        rss[name] = max(rss[name], peak)
+
+median = {name: statistics.median(t) for name, t in times.items()}
+print(f"site {site}, {runs} alternating runs, {os.cpu_count()} cores; seconds min / median / max")
+for name, t in times.items():
+    print(f"  {name:8} {min(t):7.2f} {median[name]:7.2f} {max(t):7.2f}   peak RSS {rss[name] / 1024:6.0f} MiB")
+plain_rg = median["plain"] / median["rg"]
+default_plain = median["default"] / median["plain"]
+print(f"  plain / rg      {plain_rg:6.1f}x  (issue 37: at most 15x)")
+print(f"  ruff / rg       {median['ruff'] / median['rg']:6.1f}x  (the peer: plain should beat it)")
+print(f"  plain / ruff    {median['plain'] / median['ruff']:6.2f}x")
+print(f"  default / plain {default_plain:6.2f}x  (at most 1.5x)")
+gib = 1024 * 1024
+failed = []
+if plain_rg > 15:
+    failed.append("plain audit over 15x rg")
+if default_plain > 1.5:
+    failed.append("default audit over 1.5x the plain one")
+if max(rss["plain"], rss["default"]) > gib:
+    failed.append("peak RSS over 1 GiB")
+if failed:
+    print("FAILED: " + "; ".join(failed))
+    sys.exit(1)
+PY
