@@ -1100,9 +1100,8 @@ impl Lowering for FedLowering<'_> {
         if edited {
             return self.lower_fed(module, &[]);
         }
-        // Bodies without a token are skipped, as resolution reads modules; the parse is
-        // shared with the indexes resolution uses.
-        self.index.whole_parse(module)
+        // Every body is skipped: the pass reads signatures, classes and imports only.
+        self.index.signatures(module)
     }
 
     fn is_module(&self, module: &str) -> bool {

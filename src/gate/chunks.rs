@@ -1694,8 +1694,29 @@ pub struct PlainBodiesSkipped {
 
 /// `None` when no function body can be skipped.
 pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipped> {
-    let lines = FileLines::new(src);
     let globals = declared_globals(src);
+    skip_bodies(src, |start, end| {
+        // A function with a token stays whole, nested functions included: inference may
+        // run them. So does one that names a global some function of the file declares
+        // (`return _CUDA_ARCH`): the lowering takes it for a device reader when a store to
+        // that global is (`lower::Lowerer::reads_device_global`).
+        let names_a_global =
+            || word_runs(&src[start..end]).any(|word| globals.iter().any(|g| g.as_slice() == word));
+        statement_code_hit(tokens, &src[start..end]) || names_a_global()
+    })
+}
+
+/// Every function body skipped (a stub stands in): the signatures, classes and imports that
+/// `gate::feed` reads to find a callee, at a fraction of a whole parse. `None` when the file
+/// has no function body.
+pub fn skip_all_bodies(src: &[u8]) -> Option<PlainBodiesSkipped> {
+    skip_bodies(src, |_, _| false)
+}
+
+/// The file with the body of each outermost `def` that `keep(start, end)` rejects replaced by
+/// a stub; `None` when none is.
+fn skip_bodies(src: &[u8], keep: impl Fn(usize, usize) -> bool) -> Option<PlainBodiesSkipped> {
+    let lines = FileLines::new(src);
     let mut text: Option<Vec<u8>> = None;
     let mut ranges = Vec::new();
     let mut parsed_from = 0;
@@ -1715,13 +1736,7 @@ pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipp
         let Some(body) = first_body_line(lines.lines(start, end), start, indent) else {
             continue;
         };
-        // A function with a token stays whole, nested functions included: inference may
-        // run them. So does one that names a global some function of the file declares
-        // (`return _CUDA_ARCH`): the lowering takes it for a device reader when a store to
-        // that global is (`lower::Lowerer::reads_device_global`).
-        let names_a_global =
-            || word_runs(&src[start..end]).any(|word| globals.iter().any(|g| g.as_slice() == word));
-        if !statement_code_hit(tokens, &src[start..end]) && !names_a_global() {
+        if !keep(start, end) {
             let text = text.get_or_insert_with(|| src.to_vec());
             let kept_to = stub_first_statement(text, body);
             ranges.push((parsed_from, kept_to));
@@ -2514,6 +2529,32 @@ mod tests {
             .unwrap();
         assert_eq!(node.start_position().row, src[..flag].matches('\n').count());
         assert!(skip_plain_bodies(b"def f():\n    return is_sm90()\n", &tokens).is_none());
+    }
+
+    #[test]
+    fn every_function_body_is_skipped_for_signatures() {
+        let src = "import torch\n\
+                   \n\
+                   def fast(x, arch=90):\n    def inner():\n        return 1\n    return is_sm90() and inner()\n\
+                   class C(Base):\n    def __init__(self, cc):\n        self.cc = is_sm100(cc)\n\n    def check(self, *, major):\n        return major >= 9\n\
+                   FLAG = fast(3)\n";
+        let skipped = skip_all_bodies(src.as_bytes()).expect("bodies to skip");
+        let parsed: String = skipped
+            .ranges
+            .iter()
+            .map(|&(s, e)| String::from_utf8_lossy(&skipped.text[s..e]).into_owned())
+            .collect();
+        // Token or not, every body is a stub; signatures, classes and module code stay.
+        assert!(parsed.contains("def fast(x, arch=90):\n    0"), "{parsed}");
+        assert!(!parsed.contains("inner"), "{parsed}");
+        assert!(parsed.contains("class C(Base):\n    def __init__(self, cc):\n        0"));
+        assert!(!parsed.contains("self.cc"));
+        assert!(parsed.contains("def check(self, *, major):\n        0"));
+        assert!(!parsed.contains("major >= 9"));
+        assert!(parsed.contains("import torch\n") && parsed.contains("FLAG = fast(3)\n"));
+        let tree = crate::gate::lower::parse_ranges(&skipped.text, &skipped.ranges).unwrap();
+        assert!(!tree.root_node().has_error());
+        assert!(skip_all_bodies(b"import os\nX = 1\n").is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::chunks::skip_plain_bodies;
+use super::chunks::{skip_all_bodies, skip_plain_bodies};
 use super::ir::{Expr, SharedModule};
 use super::lower::{lower_module, parse, parse_ranges};
 use super::tokens::Tokens;
@@ -21,6 +21,8 @@ pub struct ModuleFile {
     /// depends on the file alone): `gate::feed` builds an index per round, and each would
     /// parse the same modules again (a sixth of the audit's time on sglang + flashinfer).
     whole: Arc<OnceLock<Option<SharedModule>>>,
+    /// The file parsed with every function body skipped (`signatures`), shared as `whole` is.
+    signatures: Arc<OnceLock<Option<SharedModule>>>,
     /// The classes the file defines at top level, read from its text once: resolution asks
     /// about a class the scan's partial parse left out for every name it cannot find.
     top_classes: OnceLock<std::collections::HashSet<String>>,
@@ -70,6 +72,7 @@ impl ModuleIndex {
                         is_package,
                         cell: OnceLock::new(),
                         whole: Arc::new(OnceLock::new()),
+                        signatures: Arc::new(OnceLock::new()),
                         top_classes: OnceLock::new(),
                     },
                 );
@@ -167,6 +170,7 @@ impl ModuleIndex {
                     is_package: file.is_package,
                     cell: OnceLock::new(),
                     whole: file.whole.clone(),
+                    signatures: file.signatures.clone(),
                     top_classes: OnceLock::new(),
                 };
                 (name.clone(), file)
@@ -205,6 +209,11 @@ impl ModuleIndex {
                     } else {
                         file.whole.clone()
                     },
+                    signatures: if edited {
+                        Arc::new(OnceLock::new())
+                    } else {
+                        file.signatures.clone()
+                    },
                     top_classes: OnceLock::new(),
                 };
                 (name.clone(), file)
@@ -242,6 +251,34 @@ impl ModuleIndex {
     pub fn whole_parse(&self, module: &str) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
         self.whole(module, file)
+    }
+
+    /// The module's definitions with their signatures, bodies possibly left out: the whole
+    /// parse when one was made, else a parse with every function body skipped, made once.
+    pub fn signatures(&self, module: &str) -> Option<SharedModule> {
+        let file = self.modules.get(module)?;
+        if let Some(whole) = file.whole.get() {
+            return whole.clone();
+        }
+        file.signatures
+            .get_or_init(|| {
+                let bytes = self.read(file)?;
+                let Some(skipped) = skip_all_bodies(&bytes) else {
+                    return self.whole(module, file);
+                };
+                match parse_ranges(&skipped.text, &skipped.ranges) {
+                    Some(tree) if !tree.root_node().has_error() => Some(Arc::new(lower_module(
+                        &skipped.text,
+                        &tree,
+                        module,
+                        file.is_package,
+                        &self.tokens,
+                    ))),
+                    // A stub that made a syntax error the file does not have.
+                    _ => self.whole(module, file),
+                }
+            })
+            .clone()
     }
 
     fn whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
