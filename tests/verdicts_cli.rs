@@ -36,6 +36,17 @@ fn json(site: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The JSON audit of `site` at these targets (exit 0 required).
+fn json_at(site: &Path, targets: &[&str]) -> Value {
+    let mut args = vec!["--format", "json", "--fail-on", "none"];
+    for target in targets {
+        args.extend(["-t", target]);
+    }
+    let out = audit(site, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// (verdict at sm_120, evidence) of the gate at `file:line`.
 fn verdict_at(doc: &Value, file: &str, line: u64) -> (String, Vec<String>) {
     let gate = doc["gates"]
@@ -89,6 +100,63 @@ fn every_verdict_with_its_evidence_chain() {
             .any(|e| e.contains("followed 1 call(s) up to 6 hops")),
         "{evidence:?}"
     );
+}
+
+/// Each verdict names the kernels it rests on in one line each (`kernels` in the JSON): the
+/// kernel, whether it is there at the target, how, and what was read of it (the arch list, each
+/// layer's answer); a gate linked to no kernel names none.
+#[test]
+fn each_verdict_names_its_kernels_with_their_layers() {
+    let doc = json(&fixture());
+    let kernels_at = |line: u64| -> Vec<Value> {
+        let gate = doc["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["file"] == BACKENDS && g["line"] == line)
+            .unwrap_or_else(|| panic!("no gate at {line}"));
+        gate["kernels"]["sm_120"].as_array().unwrap().clone()
+    };
+    // The wall: the mnnvl backend's JIT generator, missing at sm_120, and the layer that
+    // says so.
+    let wall = kernels_at(19);
+    assert_eq!(wall.len(), 1, "{wall:?}");
+    assert_eq!(
+        wall[0]["kernel"],
+        "JIT generator flashinfer.jit.comm:gen_trtllm_mnnvl_comm_module"
+    );
+    assert_eq!(wall[0]["at_target"], "missing");
+    assert_eq!(wall[0]["alternative"], false);
+    let found: Vec<&str> = wall[0]["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        found.contains(&"flashinfer/jit/comm.py:13 supported_major_versions=[9, 10]"),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|l| l.starts_with("L3 ")), "{found:?}");
+    // Every kernel named is one the evidence needs, in the same words.
+    for line in [19, 21, 23, 25, 31] {
+        let (_, evidence) = verdict_at(&doc, BACKENDS, line);
+        let kernels = kernels_at(line);
+        assert!(!kernels.is_empty(), "{line}");
+        for kernel in kernels {
+            let name = kernel["kernel"].as_str().unwrap();
+            assert!(
+                evidence
+                    .iter()
+                    .any(|e| e.starts_with(&format!("needs {name}: "))),
+                "{line}: {name} not in {evidence:?}"
+            );
+        }
+    }
+    let present = kernels_at(25);
+    assert_eq!(present[0]["at_target"], "present", "{present:?}");
+    assert!(!present[0]["how"].as_str().unwrap().is_empty());
+    assert!(kernels_at(33).is_empty());
 }
 
 #[test]
@@ -472,25 +540,7 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
 #[test]
 fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
-    let out = audit(
-        &site,
-        &[
-            "--format",
-            "json",
-            "--fail-on",
-            "none",
-            "-t",
-            "sm_90",
-            "-t",
-            "sm_100",
-            "-t",
-            "sm_120",
-            "-t",
-            "sm_121",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = json_at(&site, &["sm_90", "sm_100", "sm_120", "sm_121"]);
     let gates = doc["gates"].as_array().unwrap();
     let table: Vec<(u64, Vec<&str>)> = gates
         .iter()
@@ -535,23 +585,7 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
 #[test]
 fn paths_to_triton_and_generic_jit_kernels() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/paths");
-    let run = |site: &Path| -> Value {
-        let out = audit(
-            site,
-            &[
-                "--format",
-                "json",
-                "--fail-on",
-                "none",
-                "-t",
-                "sm_90",
-                "-t",
-                "sm_120",
-            ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let run = |site: &Path| json_at(site, &["sm_90", "sm_120"]);
     let doc = run(&site);
     let table: Vec<(&str, u64, &str, &str)> = doc["gates"]
         .as_array()
@@ -669,21 +703,7 @@ fn paths_to_triton_and_generic_jit_kernels() {
 #[test]
 fn launch_feature_gates_are_judged_by_the_targets_hardware() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/launch");
-    let out = audit(
-        &site,
-        &[
-            "--format",
-            "json",
-            "--fail-on",
-            "none",
-            "-t",
-            "sm_80",
-            "-t",
-            "sm_120",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = json_at(&site, &["sm_80", "sm_120"]);
     let stop = |g: &Value| -> String {
         g["evidence"]["sm_120"]
             .as_array()
@@ -766,6 +786,16 @@ fn launch_feature_gates_are_judged_by_the_targets_hardware() {
             .any(|e| e == "sm_120 has it (major 12 >= 9)"),
         "{evidence:?}"
     );
+    let pdl = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["file"] == "launchpkg/ops.py" && g["line"] == 13)
+        .unwrap();
+    let feature = "launch feature programmatic dependent launch (PDL)";
+    assert_eq!(pdl["kernels"]["sm_120"][0]["kernel"], feature);
+    assert_eq!(pdl["kernels"]["sm_120"][0]["at_target"], "present");
+    assert_eq!(pdl["kernels"]["sm_80"][0]["at_target"], "missing");
     let (_, evidence) = verdict_at(&doc, "launchpkg/utils.py", 6);
     assert!(
         evidence

@@ -1088,6 +1088,7 @@ mod tests {
         let verdict = |lines: &[&str]| Verdict {
             kind: Trap,
             evidence: lines.iter().map(|l| l.to_string()).collect(),
+            kernels: Vec::new(),
         };
         let two_paths = verdict(&[
             "admits sm_120: yes (major >= 9)",

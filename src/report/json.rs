@@ -44,10 +44,15 @@ pub fn render(report: &AuditReport) -> String {
             }
             let mut verdict_map = Map::new();
             let mut evidence_map = Map::new();
+            let mut kernels_map = Map::new();
             if let Some(verdicts) = report.verdicts.and_then(|v| v.get(index)) {
                 for (target, verdict) in report.targets.iter().zip(verdicts) {
                     verdict_map.insert(target.to_string(), Value::from(verdict.kind.name()));
                     evidence_map.insert(target.to_string(), Value::from(verdict.evidence.clone()));
+                    kernels_map.insert(
+                        target.to_string(),
+                        serde_json::to_value(&verdict.kernels).expect("plain data"),
+                    );
                 }
             }
             let verdicts_given = report.verdicts.is_some();
@@ -69,6 +74,7 @@ pub fn render(report: &AuditReport) -> String {
                 "assumes": gate.assumes,
                 "verdict": verdicts_given.then_some(verdict_map),
                 "evidence": verdicts_given.then_some(evidence_map),
+                "kernels": verdicts_given.then_some(kernels_map),
             })
         })
         .collect();

@@ -533,6 +533,7 @@ pub(crate) mod fixture {
                     .map(|kind| Verdict {
                         kind: *kind,
                         evidence: vec![format!("{} evidence", kind.name()), "second".into()],
+                        kernels: Vec::new(),
                     })
                     .collect(),
             );

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::code::{Code, FileCache};
 use super::flow::Guard;
 use super::link::{GateLink, LinkOutcome, Linker, Seed};
-use super::model::{Verdict, VerdictKind, Verdicts};
+use super::model::{KernelInfo, Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
@@ -371,7 +371,25 @@ fn launch_feature_verdict(
         }
         (Admits::Unknown(_), _) => return None,
     };
-    Some(Verdict { kind, evidence })
+    let kernels = vec![KernelInfo {
+        kernel: format!("launch feature {}", feature.name),
+        at_target: if has { "present" } else { "missing" },
+        how: if has {
+            format!(
+                "compute capability {}.{} >= {}.0",
+                target.major, target.minor, feature.min_major
+            )
+        } else {
+            String::new()
+        },
+        alternative: false,
+        found: Vec::new(),
+    }];
+    Some(Verdict {
+        kind,
+        evidence,
+        kernels,
+    })
 }
 
 fn verdict(
@@ -415,6 +433,7 @@ fn verdict(
             return Verdict {
                 kind: VerdictKind::Unverified,
                 evidence,
+                kernels: Vec::new(),
             };
         }
         LinkOutcome::Linked(links) => links,
@@ -448,6 +467,7 @@ fn verdict(
         return Verdict {
             kind: VerdictKind::Unverified,
             evidence,
+            kernels: Vec::new(),
         };
     }
     // What the path always runs decides; alternatives it picks on other conditions (a kernel
@@ -456,9 +476,25 @@ fn verdict(
     let mut always = Kernel::None;
     let mut alternatives = Alternatives::default();
     let mut missing_alternatives = Vec::new();
+    let mut kernels = Vec::new();
     for link in &links {
         let answer = index.coverage(&link.needs, target, site);
         let words = link.needs.words();
+        let (at_target, how, found) = match &answer {
+            Answer::Covered { how, evidence: e } => ("present", how.clone(), e.as_slice()),
+            Answer::NotCovered { evidence: e } => ("missing", String::new(), e.as_slice()),
+            Answer::Unknown { why } => ("unknown", why.clone(), &[][..]),
+        };
+        let info = KernelInfo {
+            kernel: words.clone(),
+            at_target,
+            how,
+            alternative: link.conditional,
+            found: found.to_vec(),
+        };
+        if !kernels.contains(&info) {
+            kernels.push(info);
+        }
         match answer {
             Answer::Covered { how, evidence: e } => {
                 evidence.extend(link.chain.iter().cloned());
@@ -539,9 +575,14 @@ fn verdict(
         return Verdict {
             kind: VerdictKind::Unverified,
             evidence,
+            kernels,
         };
     }
-    Verdict { kind, evidence }
+    Verdict {
+        kind,
+        evidence,
+        kernels,
+    }
 }
 
 #[cfg(test)]

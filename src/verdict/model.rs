@@ -64,6 +64,26 @@ impl VerdictKind {
 pub struct Verdict {
     pub kind: VerdictKind,
     pub evidence: Vec<String>,
+    /// The kernels the verdict rests on, each in one line a reviewer can check (the same
+    /// facts as the evidence, without the chain that reached them).
+    pub kernels: Vec<KernelInfo>,
+}
+
+/// One kernel a gated path needs, and what was found of it at the target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelInfo {
+    /// The kernel: `JIT generator module:function`, `native op torch.ops.lib.op (lib/**/*.so)`,
+    /// `CuTe DSL kernel module:Kernel`, `Triton kernel module:fn`, a launch feature.
+    pub kernel: String,
+    /// `present`, `missing` or `unknown` at the target.
+    pub at_target: &'static str,
+    /// How it was found present, or why it is unknown (empty when missing).
+    pub how: String,
+    /// Reached only under a condition of its own: one of the alternatives the path picks.
+    pub alternative: bool,
+    /// What was read of it, one fact a line: the arch list, each layer's answer (`L3 device
+    /// guards yes: ...`), the library's SASS.
+    pub found: Vec<String>,
 }
 
 /// Verdicts for every gate of a scan (same order as `ScanResult::gates`), one per target (same
