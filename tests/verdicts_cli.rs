@@ -47,14 +47,19 @@ fn json_at(site: &Path, targets: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// (verdict at sm_120, evidence) of the gate at `file:line`.
-fn verdict_at(doc: &Value, file: &str, line: u64) -> (String, Vec<String>) {
-    let gate = doc["gates"]
+/// The gate record at `file:line`.
+fn gate_at<'d>(doc: &'d Value, file: &str, line: u64) -> &'d Value {
+    doc["gates"]
         .as_array()
         .unwrap()
         .iter()
         .find(|g| g["file"] == file && g["line"] == line)
-        .unwrap_or_else(|| panic!("no gate at {file}:{line}"));
+        .unwrap_or_else(|| panic!("no gate at {file}:{line}"))
+}
+
+/// (verdict at sm_120, evidence) of the gate at `file:line`.
+fn verdict_at(doc: &Value, file: &str, line: u64) -> (String, Vec<String>) {
+    let gate = gate_at(doc, file, line);
     let evidence = gate["evidence"]["sm_120"]
         .as_array()
         .unwrap()
@@ -109,13 +114,10 @@ fn every_verdict_with_its_evidence_chain() {
 fn each_verdict_names_its_kernels_with_their_layers() {
     let doc = json(&fixture());
     let kernels_at = |line: u64| -> Vec<Value> {
-        let gate = doc["gates"]
+        gate_at(&doc, BACKENDS, line)["kernels"]["sm_120"]
             .as_array()
             .unwrap()
-            .iter()
-            .find(|g| g["file"] == BACKENDS && g["line"] == line)
-            .unwrap_or_else(|| panic!("no gate at {line}"));
-        gate["kernels"]["sm_120"].as_array().unwrap().clone()
+            .clone()
     };
     // The wall: the mnnvl backend's JIT generator, missing at sm_120, and the layer that
     // says so.
@@ -699,7 +701,8 @@ fn paths_to_triton_and_generic_jit_kernels() {
 /// A gate that only turns a launch feature on or off (`rules/launch.toml`) is judged by
 /// whether the target has the feature: PDL at sm_80 (none) and sm_120 (has it). An early
 /// exit and a compound test decide more than the feature and keep their usual verdicts; a
-/// gate that keeps the feature off where the hardware has it gets none.
+/// gate that keeps the feature off where the hardware has it gets none, and neither does one
+/// under a gate that blocks the target.
 #[test]
 fn launch_feature_gates_are_judged_by_the_targets_hardware() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/launch");
@@ -761,6 +764,21 @@ fn launch_feature_gates_are_judged_by_the_targets_hardware() {
                 "unverified",
                 "launch-feature-off"
             ),
+            // Under `major == 10`: not reached at sm_120, so not open there.
+            row(
+                "launchpkg/ops.py",
+                38,
+                "unverified",
+                "unverified",
+                "no-kernel-reached"
+            ),
+            row(
+                "launchpkg/ops.py",
+                39,
+                "wall",
+                "unverified",
+                "unreachable-at-target"
+            ),
             row("launchpkg/utils.py", 6, "wall", "open", ""),
             row(
                 "launchpkg/utils.py",
@@ -786,12 +804,7 @@ fn launch_feature_gates_are_judged_by_the_targets_hardware() {
             .any(|e| e == "sm_120 has it (major 12 >= 9)"),
         "{evidence:?}"
     );
-    let pdl = doc["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["file"] == "launchpkg/ops.py" && g["line"] == 13)
-        .unwrap();
+    let pdl = gate_at(&doc, "launchpkg/ops.py", 13);
     let feature = "launch feature programmatic dependent launch (PDL)";
     assert_eq!(pdl["kernels"]["sm_120"][0]["kernel"], feature);
     assert_eq!(pdl["kernels"]["sm_120"][0]["at_target"], "present");

@@ -2493,6 +2493,15 @@ mod tests {
         assert!(kept(src, &Tokens::new(["is_sm", "capabilit"])).is_empty());
     }
 
+    /// The text a skipping parse hands tree-sitter.
+    fn parsed_text(skipped: &PlainBodiesSkipped) -> String {
+        skipped
+            .ranges
+            .iter()
+            .map(|&(s, e)| String::from_utf8_lossy(&skipped.text[s..e]).into_owned())
+            .collect()
+    }
+
     #[test]
     fn plain_function_bodies_are_skipped_for_resolution() {
         let src = "import torch\n\
@@ -2506,11 +2515,7 @@ mod tests {
         let tokens = Tokens::new(["is_sm"]);
         let skipped = skip_plain_bodies(src.as_bytes(), &tokens).expect("bodies to skip");
         assert_eq!(skipped.text.len(), src.len());
-        let parsed: String = skipped
-            .ranges
-            .iter()
-            .map(|&(s, e)| String::from_utf8_lossy(&skipped.text[s..e]).into_owned())
-            .collect();
+        let parsed = parsed_text(&skipped);
         // Plain bodies become `0`; functions with a token keep theirs, nested ones included.
         assert!(parsed.contains("def plain(x):\n    0"), "{parsed}");
         assert!(!parsed.contains("y = x + 1"));
@@ -2539,11 +2544,7 @@ mod tests {
                    class C(Base):\n    def __init__(self, cc):\n        self.cc = is_sm100(cc)\n\n    def check(self, *, major):\n        return major >= 9\n\
                    FLAG = fast(3)\n";
         let skipped = skip_all_bodies(src.as_bytes()).expect("bodies to skip");
-        let parsed: String = skipped
-            .ranges
-            .iter()
-            .map(|&(s, e)| String::from_utf8_lossy(&skipped.text[s..e]).into_owned())
-            .collect();
+        let parsed = parsed_text(&skipped);
         // Token or not, every body is a stub; signatures, classes and module code stay.
         assert!(parsed.contains("def fast(x, arch=90):\n    0"), "{parsed}");
         assert!(!parsed.contains("inner"), "{parsed}");

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::code::{Code, FileCache};
 use super::flow::Guard;
 use super::link::{GateLink, LinkOutcome, Linker, Seed};
-use super::model::{KernelInfo, Verdict, VerdictKind, Verdicts};
+use super::model::{KernelInfo, KernelState, Verdict, VerdictKind, Verdicts};
 use super::site_text::SiteText;
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
@@ -117,13 +117,19 @@ pub fn judge_prepared(
         .par_iter()
         .zip(&links)
         .map(|(gate, link)| {
+            // Asked once per gate; it decides only where the kernel search did not.
+            let feature = launch_feature_of(gate, link, &rules.launch_features);
             targets
                 .iter()
                 .map(|&target| {
                     let verdict = verdict(gate, link, target, cuda, &index, site, &scan.gates);
-                    launch_feature_verdict(gate, link, target, cuda, &rules.launch_features)
-                        .filter(|_| verdict.kind == VerdictKind::Unverified)
-                        .unwrap_or(verdict)
+                    match &feature {
+                        Some(feature) if verdict.kind == VerdictKind::Unverified => {
+                            launch_feature_verdict(gate, link, feature, target, cuda, &scan.gates)
+                                .unwrap_or(verdict)
+                        }
+                        _ => verdict,
+                    }
                 })
                 .collect()
         })
@@ -331,14 +337,16 @@ pub fn launch_feature_of<'r>(
 /// A gate that only turns a launch feature on or off, judged by whether the target has the
 /// feature (`None`: not such a gate, or its admission is unknown). Turned off where the
 /// target has it, the gate keeps something off for reasons the code does not say: no verdict.
+/// Like a kernel's verdict, it is never `open` or a `trap` where a gate around it blocks the
+/// target (`unreachable-at-target`).
 fn launch_feature_verdict(
     gate: &Gate,
     link: &GateLink,
+    (feature, names): &(&LaunchFeature, String),
     target: Arch,
     cuda: Option<&CudaVersion>,
-    features: &[LaunchFeature],
+    gates: &[Gate],
 ) -> Option<Verdict> {
-    let (feature, names) = launch_feature_of(gate, link, features)?;
     let admits = evaluate(&gate.predicate, target.plain(), cuda);
     let has = target.major >= feature.min_major;
     let mut evidence = vec![
@@ -371,9 +379,28 @@ fn launch_feature_verdict(
         }
         (Admits::Unknown(_), _) => return None,
     };
+    let kind = match first_blocking(&link.reached_under, target, cuda, gates) {
+        Some((outer, negated)) if matches!(kind, VerdictKind::Open | VerdictKind::Trap) => {
+            evidence.push(format!(
+                "not reached at {target}: the gate sits under {}:{} `{}`{}, which blocks {target}; it would be {} otherwise",
+                outer.file,
+                outer.line,
+                outer.text,
+                if negated { " (negated)" } else { "" },
+                kind.name()
+            ));
+            evidence.push("stop: unreachable-at-target".into());
+            VerdictKind::Unverified
+        }
+        _ => kind,
+    };
     let kernels = vec![KernelInfo {
         kernel: format!("launch feature {}", feature.name),
-        at_target: if has { "present" } else { "missing" },
+        at_target: if has {
+            KernelState::Present
+        } else {
+            KernelState::Missing
+        },
         how: if has {
             format!(
                 "compute capability {}.{} >= {}.0",
@@ -481,9 +508,13 @@ fn verdict(
         let answer = index.coverage(&link.needs, target, site);
         let words = link.needs.words();
         let (at_target, how, found) = match &answer {
-            Answer::Covered { how, evidence: e } => ("present", how.clone(), e.as_slice()),
-            Answer::NotCovered { evidence: e } => ("missing", String::new(), e.as_slice()),
-            Answer::Unknown { why } => ("unknown", why.clone(), &[][..]),
+            Answer::Covered { how, evidence: e } => {
+                (KernelState::Present, how.clone(), e.as_slice())
+            }
+            Answer::NotCovered { evidence: e } => {
+                (KernelState::Missing, String::new(), e.as_slice())
+            }
+            Answer::Unknown { why } => (KernelState::Unknown, why.clone(), &[][..]),
         };
         let info = KernelInfo {
             kernel: words.clone(),

@@ -75,8 +75,7 @@ pub struct KernelInfo {
     /// The kernel: `JIT generator module:function`, `native op torch.ops.lib.op (lib/**/*.so)`,
     /// `CuTe DSL kernel module:Kernel`, `Triton kernel module:fn`, a launch feature.
     pub kernel: String,
-    /// `present`, `missing` or `unknown` at the target.
-    pub at_target: &'static str,
+    pub at_target: KernelState,
     /// How it was found present, or why it is unknown (empty when missing).
     pub how: String,
     /// Reached only under a condition of its own: one of the alternatives the path picks.
@@ -84,6 +83,15 @@ pub struct KernelInfo {
     /// What was read of it, one fact a line: the arch list, each layer's answer (`L3 device
     /// guards yes: ...`), the library's SASS.
     pub found: Vec<String>,
+}
+
+/// What was found of a kernel at the target (`present`, `missing`, `unknown` in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelState {
+    Present,
+    Missing,
+    Unknown,
 }
 
 /// Verdicts for every gate of a scan (same order as `ScanResult::gates`), one per target (same
