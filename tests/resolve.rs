@@ -15,7 +15,7 @@ const ROOT: &str = "testdata/resolve";
 
 /// Patterns the resolver misses today, by file name. Shrink it; never grow it to hide a
 /// regression.
-const EXPECTED_FAIL: &[&str] = &["cross_module_import.py"];
+const EXPECTED_FAIL: &[&str] = &[];
 
 #[derive(Debug, Clone, PartialEq)]
 struct Expect {

@@ -356,6 +356,10 @@ pub struct AttrAssign {
     /// The method it is in (`None`: the class body), and where, for its locals.
     pub function: Option<usize>,
     pub byte: usize,
+    /// An annotated name in the class body (`model_config: ModelConfig = None`): a field's
+    /// default, which a dataclass, pydantic model or named tuple replaces with what the
+    /// constructor is given, not the value every instance holds.
+    pub field_default: bool,
 }
 
 /// A call whose arguments may depend on the device, recorded so that a function's parameters

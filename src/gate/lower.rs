@@ -791,7 +791,19 @@ impl<'a> Lowerer<'a> {
             self.declaration(expr);
             return;
         };
-        if self.assignment(&targets, value) || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+        // `x: ClassVar[...] = v` and `x: Final = v` declare a constant of the class, not a
+        // field a constructor fills in.
+        let annotated = expr.field(F::Type).is_some_and(|annotation| {
+            let text = self
+                .text(annotation)
+                .trim_matches(|c| c == '"' || c == '\'');
+            let head = text.split('[').next().unwrap_or(text).trim();
+            let head = head.rsplit('.').next().unwrap_or(head);
+            !matches!(head, "ClassVar" | "Final")
+        });
+        if self.assignment(&targets, value, annotated)
+            || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES
+        {
             self.scan_expression(value);
         }
     }
@@ -837,7 +849,9 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Records an assignment; returns whether its value may depend on the architecture.
-    fn assignment(&mut self, targets: &[Node<'a>], value: Node<'a>) -> bool {
+    /// `annotated`: the statement declares a field's type (`name: T = value`, not a
+    /// `ClassVar` or `Final`).
+    fn assignment(&mut self, targets: &[Node<'a>], value: Node<'a>, annotated: bool) -> bool {
         let mut bindings: Vec<(String, Vec<usize>)> = Vec::new();
         let mut stores: Vec<Node<'a>> = Vec::new();
         for target in targets {
@@ -919,6 +933,7 @@ impl<'a> Lowerer<'a> {
                         value: lowered.clone(),
                         function: self.functions.last().copied(),
                         byte: value.start_byte(),
+                        field_default: in_class_body && annotated,
                     });
             }
         }
@@ -1685,6 +1700,15 @@ impl<'a> Lowerer<'a> {
     fn scan_archy_node(&mut self, node: Node<'a>) -> bool {
         let big = node.byte_range().len() > MAX_PLAIN_ASSIGN_BYTES;
         if big && !may_hold_selection_or_arch_list(&self.src[node.byte_range()]) {
+            // A hand-written table of requirements (`{"an SM103 GPU":
+            // current_platform.is_device_capability(103), ...}`) outgrows the limit too, and
+            // its small elements are the decisions.
+            if matches!(
+                node.kind_name(),
+                "list" | "tuple" | "set" | "expression_list" | "dictionary"
+            ) {
+                self.element_sites(node);
+            }
             return false;
         }
         if !big {
@@ -1698,23 +1722,7 @@ impl<'a> Lowerer<'a> {
             }
             "call" if self.is_jit_arch_call(node) => self.site(SiteKind::JitArchList, node),
             "call" if !big => self.call_sites(node),
-            "list" | "tuple" | "set" | "expression_list" if !big => {
-                let mut cursor = node.walk();
-                let items: Vec<Node<'a>> = node.named_children(&mut cursor).collect();
-                for item in items {
-                    self.argument_site(item);
-                }
-            }
-            "dictionary" if !big => {
-                let mut cursor = node.walk();
-                let values: Vec<Node<'a>> = node
-                    .named_children(&mut cursor)
-                    .filter_map(|p| p.field(F::Value))
-                    .collect();
-                for value in values {
-                    self.argument_site(value);
-                }
-            }
+            "list" | "tuple" | "set" | "expression_list" | "dictionary" => self.element_sites(node),
             "lambda" if !big => {
                 if let Some(body) = node.field(F::Body) {
                     self.site(SiteKind::Argument, body);
@@ -1821,14 +1829,39 @@ impl<'a> Lowerer<'a> {
 
     /// A call argument or container element is a site when it is itself a decision
     /// (a comparison, a boolean operator, a call such as `is_sm90_supported()`).
+    /// The elements of a container (a dictionary's values) are sites, each where it is
+    /// small: an element past the limit is a generated table's, not a decision.
+    fn element_sites(&mut self, node: Node<'a>) {
+        let mut cursor = node.walk();
+        let elements: Vec<Node<'a>> = if node.kind_name() == "dictionary" {
+            node.named_children(&mut cursor)
+                .filter_map(|pair| pair.field(F::Value))
+                .collect()
+        } else {
+            node.named_children(&mut cursor).collect()
+        };
+        for element in elements {
+            if element.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+                self.argument_site(element);
+            }
+        }
+    }
+
     fn argument_site(&mut self, node: Node<'a>) {
-        let node = match node.kind_name() {
+        let mut node = match node.kind_name() {
             "keyword_argument" => match node.field(F::Value) {
                 Some(value) => value,
                 None => return,
             },
             _ => node,
         };
+        // `"needs DeepGEMM": (supports_a(config) and supports_b(config))`: the parentheses
+        // only lay the element out over lines.
+        while node.kind_name() == "parenthesized_expression"
+            && let Some(inner) = node.named_child(0)
+        {
+            node = inner;
+        }
         if matches!(
             node.kind_name(),
             "comparison_operator" | "boolean_operator" | "not_operator" | "call"

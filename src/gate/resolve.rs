@@ -1401,6 +1401,15 @@ impl<'a> Resolver<'a> {
                 if device {
                     return Some(val);
                 }
+                // A field's default is only what an instance holds when the constructor was
+                // given nothing else (`model_config: ModelConfig = None` in a dataclass): taken
+                // as the value, `self.model_config is not None and cap == (7, 5)` folded to
+                // false and the gate was lost.
+                let val = if store.field_default {
+                    Val::Free(format!("{}.{name}", class.qualname))
+                } else {
+                    val
+                };
                 if !values.contains(&val) {
                     values.push(val);
                 }

@@ -2,6 +2,6 @@ from return_helper import is_fast
 
 
 def use():
-    if not is_fast():  # gate: not major >= 9
+    if not is_fast():  # gate: major < 9
         return "slow"
     return "fast"
