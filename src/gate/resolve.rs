@@ -1315,16 +1315,6 @@ impl<'a> Resolver<'a> {
             return Val::Method(kind.to_string(), attr.to_string());
         }
         if let Some(rule) = self.rules.any_module_value(attr) {
-            // A probe object's `__getattr__` calls the function the attribute names: its
-            // attribute is the call's result (`get_platform().is_hip` is `is_hip()`, false on
-            // NVIDIA), not the function, which is true in a test and turned
-            // `major == 12 and not get_platform().is_hip` into false.
-            if self.rules.probe_tables.contains_key(kind)
-                && rule.is.is_none()
-                && let Some(call) = rule.call
-            {
-                return fact_to_val(call, rule.object.clone());
-            }
             return rule_value(rule);
         }
         if let Some(table) = self.rules.probe_tables.get(kind) {
