@@ -288,7 +288,7 @@ impl Pred {
         })
     }
 
-    fn any_atom(&self, test: &dyn Fn(&Atom) -> bool) -> bool {
+    pub fn any_atom(&self, test: &dyn Fn(&Atom) -> bool) -> bool {
         match self {
             Pred::Const(_) => false,
             Pred::Atom(atom, _) => test(atom),

@@ -296,6 +296,26 @@ fn memoised<K: Eq + std::hash::Hash, T: Clone>(
 /// Why a guarded choice with too many arms is unknown.
 const TOO_MANY_VALUES: &str = "too many values depend on the device here";
 
+/// What `choice` calls a free value chosen among too many arms on conditions that do not
+/// depend on the device (a caller that knows the variable names it instead).
+const INDEPENDENT_CHOICE: &str = "a value the configuration chooses";
+
+/// Whether a condition holds only device-independent atoms.
+fn free_only(pred: &Pred) -> bool {
+    !pred.any_atom(&|atom| !matches!(atom, Atom::Free(_)))
+}
+
+/// A plain value, or a choice of plain values on device-independent conditions.
+fn device_independent(val: &Val) -> bool {
+    match val {
+        Val::Str(_) | Val::Int(_) | Val::Bool(_) | Val::NoneV | Val::Free(_) => true,
+        Val::Choice(arms) => arms
+            .iter()
+            .all(|(guard, val)| free_only(guard) && device_independent(val)),
+        _ => false,
+    }
+}
+
 /// More arms than this in a guarded choice: the value is unknown.
 const MAX_CHOICE_ARMS: usize = 8;
 
@@ -335,7 +355,27 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
     if out.len() > MAX_CHOICE_ARMS
         || out.iter().map(|(g, _)| g.size()).sum::<usize>() > MAX_PRED_NODES
     {
-        return Val::Unknown(TOO_MANY_VALUES.into());
+        // Too many arms to keep apart, but neither a value nor the test that picks it
+        // depends on the device: which one holds is the configuration's choice, a free value,
+        // not an unknown one (sglang's `moe_runner_backend`, reassigned under a dozen flag
+        // and quantization tests before `== "auto" and is_sm120`).
+        let (free, device): (Vec<_>, Vec<_>) = out
+            .into_iter()
+            .partition(|(guard, val)| free_only(guard) && device_independent(val));
+        if device.is_empty() {
+            return Val::Free(INDEPENDENT_CHOICE.into());
+        }
+        // The arms the device picks stay apart; the configuration's arms are one free value,
+        // wherever none of the device's holds (the arms are disjoint).
+        if free.is_empty() || device.len() >= MAX_CHOICE_ARMS {
+            return Val::Unknown(TOO_MANY_VALUES.into());
+        }
+        let elsewhere = Pred::or(device.iter().map(|(guard, _)| guard.clone()).collect()).negate();
+        out = device;
+        out.push((elsewhere, Val::Free(INDEPENDENT_CHOICE.into())));
+        if out.iter().map(|(g, _)| g.size()).sum::<usize>() > MAX_PRED_NODES {
+            return Val::Unknown(TOO_MANY_VALUES.into());
+        }
     }
     if out.len() == 1 && out[0].0 == Pred::Const(true) {
         return out.pop().expect("one arm").1;
@@ -819,7 +859,11 @@ impl<'a> Resolver<'a> {
                     ));
                 }
             }
-            choice(arms)
+            match choice(arms) {
+                // The configuration's choice among many values: named by the variable.
+                Val::Free(text) if text == INDEPENDENT_CHOICE => Val::Free(name.to_string()),
+                val => val,
+            }
         });
         LOCALS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
         Some(val)
@@ -1315,6 +1359,16 @@ impl<'a> Resolver<'a> {
             return Val::Method(kind.to_string(), attr.to_string());
         }
         if let Some(rule) = self.rules.any_module_value(attr) {
+            // A probe object's `__getattr__` calls the function the attribute names: its
+            // attribute is the call's result (`get_platform().is_hip` is `is_hip()`, false on
+            // NVIDIA), not the function, which is true in a test and turned
+            // `major == 12 and not get_platform().is_hip` into false.
+            if self.rules.probe_tables.contains_key(kind)
+                && rule.is.is_none()
+                && let Some(call) = rule.call
+            {
+                return fact_to_val(call, rule.object.clone());
+            }
             return rule_value(rule);
         }
         if let Some(table) = self.rules.probe_tables.get(kind) {
@@ -3172,6 +3226,50 @@ mod tests {
         // A nested choice splits into its arms.
         let nested = choice(vec![(Pred::Const(true), joined.clone())]);
         assert!(matches!(nested, Val::Choice(ref a) if a.len() == 2));
+    }
+
+    #[test]
+    fn too_many_arms_on_the_configuration_are_a_free_value() {
+        // `backend` reassigned under ten tests of the configuration: which value holds is
+        // not the device's business.
+        let config_arms = |n: usize| -> Vec<(Pred, Val)> {
+            (0..n)
+                .map(|i| {
+                    (
+                        Pred::free(format!("quant == \"q{i}\"")),
+                        Val::Str(format!("backend{i}")),
+                    )
+                })
+                .collect()
+        };
+        let free = choice(config_arms(MAX_CHOICE_ARMS + 2));
+        assert!(
+            matches!(&free, Val::Free(text) if text == INDEPENDENT_CHOICE),
+            "{free:?}"
+        );
+        // One arm the device picks stays apart; the rest are one free value where it does
+        // not hold.
+        let mut arms = config_arms(MAX_CHOICE_ARMS + 2);
+        arms.push((major_ge(12), Val::Str("cutlass".into())));
+        let Val::Choice(kept) = choice(arms) else {
+            panic!("a device arm and the configuration's")
+        };
+        assert_eq!(kept.len(), 2, "{kept:?}");
+        assert_eq!(kept[0], (major_ge(12), Val::Str("cutlass".into())));
+        assert_eq!(
+            kept[1],
+            (major_ge(12).negate(), Val::Free(INDEPENDENT_CHOICE.into()))
+        );
+        // Values that depend on the device are never folded into the configuration's.
+        let device_values: Vec<(Pred, Val)> = (0..MAX_CHOICE_ARMS as i64 + 2)
+            .map(|i| (Pred::free(format!("mode == {i}")), Val::Pred(major_ge(i))))
+            .chain(std::iter::once((Pred::free("other"), Val::Int(0))))
+            .collect();
+        let unknown = choice(device_values);
+        assert!(
+            matches!(&unknown, Val::Unknown(reason) if reason == TOO_MANY_VALUES),
+            "{unknown:?}"
+        );
     }
 
     #[test]
