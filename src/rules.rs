@@ -216,6 +216,8 @@ struct BackendToml {
     majors: Option<Vec<u32>>,
     #[serde(default)]
     why: Option<String>,
+    #[serde(default)]
+    module_imports: Option<String>,
 }
 
 /// `[[link]]`: the gates it matches (every given field must match) need this kernel.
@@ -244,6 +246,10 @@ pub struct BackendRule {
     pub needs: Requirement,
     pub majors: Option<Vec<u32>>,
     pub why: Option<String>,
+    /// The name means this backend only in a module that imports this one (or a module
+    /// under it): a common word (`"trtllm"`) names other things elsewhere (a weight layout,
+    /// an attention backend).
+    pub module_imports: Option<String>,
     pub source: PathBuf,
 }
 
@@ -475,6 +481,7 @@ impl Rules {
                 needs,
                 majors: backend.majors,
                 why: backend.why,
+                module_imports: backend.module_imports,
                 source: path.to_path_buf(),
             });
         }

@@ -817,3 +817,29 @@ fn launch_feature_gates_are_judged_by_the_targets_hardware() {
         "{evidence:?}"
     );
 }
+
+/// A common word names a backend only where the code that chooses it imports the module the
+/// rule gives (`module_imports` in rules/links.toml): "trtllm" in a module without
+/// flashinfer.comm is some other thing of that name, and no kernel is claimed for it.
+#[test]
+fn a_backend_name_counts_only_in_a_module_that_imports_its_library() {
+    let doc = json_at(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/mixed"),
+        &["sm_120"],
+    );
+    // big_module.py imports no flashinfer.comm: its "trtllm" is not the allreduce backend.
+    let (verdict, evidence) = verdict_at(&doc, "sglang/srt/big_module.py", 624);
+    assert_eq!(verdict, "unverified", "{evidence:#?}");
+    assert!(
+        !evidence.iter().any(|e| e.contains("chooses backend")),
+        "{evidence:#?}"
+    );
+    // fusion.py imports it: the same word there is the allreduce fusion's backend.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/fusion.py", 18);
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with("chooses backend \"trtllm\"")),
+        "{evidence:#?}"
+    );
+}

@@ -630,11 +630,13 @@ impl Linker<'_> {
             }
         }
         for word in &facts.strings {
-            for backend in
-                self.rules.backends.iter().filter(|b| {
-                    b.name == *word && b.dist.as_deref().is_none_or(|d| Some(d) == dist)
-                })
-            {
+            for backend in self.rules.backends.iter().filter(|b| {
+                b.name == *word
+                    && b.dist.as_deref().is_none_or(|d| Some(d) == dist)
+                    && b.module_imports
+                        .as_deref()
+                        .is_none_or(|module| imports_module(&parsed.src, module))
+            }) {
                 let mut chain = chain.to_vec();
                 chain.push(format!(
                     "chooses backend \"{word}\" (a [[backend]] in {})",
@@ -1057,6 +1059,35 @@ fn add_link(links: &mut Vec<Link>, link: Link) {
     }
 }
 
+/// Whether the source imports `module` or a module under it, by its import lines
+/// (`import flashinfer.comm as comm`, `from flashinfer.comm.mnnvl import ...`,
+/// `from flashinfer import comm`), at any indentation.
+fn imports_module(src: &[u8], module: &str) -> bool {
+    let under = |name: &str| {
+        name == module
+            || name
+                .strip_prefix(module)
+                .is_some_and(|rest| rest.starts_with('.'))
+    };
+    let (parent, last) = module.rsplit_once('.').unwrap_or(("", module));
+    src.split(|&b| b == b'\n').any(|line| {
+        let Ok(line) = std::str::from_utf8(line) else {
+            return false;
+        };
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+            .filter(|w| !w.is_empty())
+            .collect();
+        match words.as_slice() {
+            ["import", names @ ..] => names.iter().any(|n| under(n)),
+            ["from", from, "import", names @ ..] => {
+                under(from) || (*from == parent && names.contains(&last))
+            }
+            _ => false,
+        }
+    })
+}
+
 fn push(
     search: &mut Search,
     needs: Requirement,
@@ -1125,4 +1156,30 @@ fn rule_matches(rule: &LinkRule, gate: &Gate) -> bool {
         .as_deref()
         .is_none_or(|needle| gate.text.contains(needle));
     dist_ok && file_ok && function_ok && text_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::imports_module;
+
+    #[test]
+    fn a_module_is_imported_by_any_of_the_import_forms() {
+        let imports = |src: &str| imports_module(src.as_bytes(), "flashinfer.comm");
+        assert!(imports("import flashinfer.comm as comm\n"));
+        assert!(imports("def f():\n    import flashinfer.comm\n"));
+        assert!(imports(
+            "from flashinfer.comm.mnnvl import TorchDistBackend\n"
+        ));
+        assert!(imports(
+            "from flashinfer.comm import (\n    allreduce_fusion,\n)\n"
+        ));
+        assert!(imports("from flashinfer import comm\n"));
+        assert!(imports("from flashinfer import jit, comm\n"));
+        // Another module, a longer name, a comment, the name in code: not an import of it.
+        assert!(!imports("from flashinfer import jit\n"));
+        assert!(!imports("import flashinfer.communicator\n"));
+        assert!(!imports("# import flashinfer.comm\n"));
+        assert!(!imports("layout = \"trtllm\"  # flashinfer.comm\n"));
+        assert!(!imports("import flashinfer\n"));
+    }
 }

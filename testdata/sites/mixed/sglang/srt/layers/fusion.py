@@ -1,5 +1,5 @@
 import torch
-
+import flashinfer.comm  # noqa: F401  (the allreduce fusion that runs the backends below)
 from sglang.srt.runtime_context import get_platform
 from sglang.srt.utils import is_cuda, is_blackwell, is_sm120
 
