@@ -1719,6 +1719,16 @@ impl<'a> Lowerer<'a> {
                 if let Some(test) = node.named_child(1) {
                     self.site(SiteKind::ValueSelect, test);
                 }
+                // A device test as one of the values (`bf16 = _is_sm100() if forced is None
+                // else forced`) is a decision of its own, as an argument is.
+                for arm in [node.named_child(0), node.named_child(2)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if !big || arm.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES {
+                        self.argument_site(arm);
+                    }
+                }
             }
             "call" if self.is_jit_arch_call(node) => self.site(SiteKind::JitArchList, node),
             "call" if !big => self.call_sites(node),
