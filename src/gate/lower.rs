@@ -792,15 +792,17 @@ impl<'a> Lowerer<'a> {
             return;
         };
         // `x: ClassVar[...] = v` and `x: Final = v` declare a constant of the class, not a
-        // field a constructor fills in.
-        let annotated = expr.field(F::Type).is_some_and(|annotation| {
-            let text = self
-                .text(annotation)
-                .trim_matches(|c| c == '"' || c == '\'');
-            let head = text.split('[').next().unwrap_or(text).trim();
-            let head = head.rsplit('.').next().unwrap_or(head);
-            !matches!(head, "ClassVar" | "Final")
-        });
+        // field a constructor fills in. Only a class body's annotations matter.
+        let in_class_body = self.functions.is_empty() && !self.classes.is_empty();
+        let annotated = in_class_body
+            && expr.field(F::Type).is_some_and(|annotation| {
+                let text = self
+                    .text(annotation)
+                    .trim_matches(|c| c == '"' || c == '\'');
+                let head = text.split('[').next().unwrap_or(text).trim();
+                let head = head.rsplit('.').next().unwrap_or(head);
+                !matches!(head, "ClassVar" | "Final")
+            });
         if self.assignment(&targets, value, annotated)
             || value.byte_range().len() <= MAX_PLAIN_ASSIGN_BYTES
         {
@@ -849,8 +851,8 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Records an assignment; returns whether its value may depend on the architecture.
-    /// `annotated`: the statement declares a field's type (`name: T = value`, not a
-    /// `ClassVar` or `Final`).
+    /// `annotated`: a class body's statement declares a field's type (`name: T = value`,
+    /// not a `ClassVar` or `Final`).
     fn assignment(&mut self, targets: &[Node<'a>], value: Node<'a>, annotated: bool) -> bool {
         let mut bindings: Vec<(String, Vec<usize>)> = Vec::new();
         let mut stores: Vec<Node<'a>> = Vec::new();
@@ -1837,8 +1839,6 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    /// A call argument or container element is a site when it is itself a decision
-    /// (a comparison, a boolean operator, a call such as `is_sm90_supported()`).
     /// The elements of a container (a dictionary's values) are sites, each where it is
     /// small: an element past the limit is a generated table's, not a decision.
     fn element_sites(&mut self, node: Node<'a>) {
@@ -1857,6 +1857,8 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// A call argument or container element is a site when it is itself a decision
+    /// (a comparison, a boolean operator, a call such as `is_sm90_supported()`).
     fn argument_site(&mut self, node: Node<'a>) {
         let mut node = match node.kind_name() {
             "keyword_argument" => match node.field(F::Value) {

@@ -203,6 +203,39 @@ fn library_globs(links: &[GateLink]) -> Vec<String> {
     globs
 }
 
+/// A gate inside an `if` whose gate blocks the target is never evaluated there: what it
+/// admits runs nothing at this target, and opening it would open nothing. An `open`, `trap`
+/// or `opportunity` there is `unverified` (`unreachable-at-target`), saying which gate; a wall
+/// stays one, the target being blocked either way.
+fn reached_or_unverified(
+    kind: VerdictKind,
+    link: &GateLink,
+    target: Arch,
+    cuda: Option<&CudaVersion>,
+    gates: &[Gate],
+    evidence: &mut Vec<String>,
+) -> VerdictKind {
+    if !matches!(
+        kind,
+        VerdictKind::Open | VerdictKind::Trap | VerdictKind::Opportunity
+    ) {
+        return kind;
+    }
+    let Some((outer, negated)) = first_blocking(&link.reached_under, target, cuda, gates) else {
+        return kind;
+    };
+    evidence.push(format!(
+        "not reached at {target}: the gate sits under {}:{} `{}`{}, which blocks {target}; it would be {} otherwise",
+        outer.file,
+        outer.line,
+        outer.text,
+        if negated { " (negated)" } else { "" },
+        kind.name()
+    ));
+    evidence.push("stop: unreachable-at-target".into());
+    VerdictKind::Unverified
+}
+
 /// The first guard that blocks the target, and the gate it is.
 fn first_blocking<'g>(
     guards: &[Guard],
@@ -379,21 +412,7 @@ fn launch_feature_verdict(
         }
         (Admits::Unknown(_), _) => return None,
     };
-    let kind = match first_blocking(&link.reached_under, target, cuda, gates) {
-        Some((outer, negated)) if matches!(kind, VerdictKind::Open | VerdictKind::Trap) => {
-            evidence.push(format!(
-                "not reached at {target}: the gate sits under {}:{} `{}`{}, which blocks {target}; it would be {} otherwise",
-                outer.file,
-                outer.line,
-                outer.text,
-                if negated { " (negated)" } else { "" },
-                kind.name()
-            ));
-            evidence.push("stop: unreachable-at-target".into());
-            VerdictKind::Unverified
-        }
-        _ => kind,
-    };
+    let kind = reached_or_unverified(kind, link, target, cuda, gates, &mut evidence);
     let kernels = vec![KernelInfo {
         kernel: format!("launch feature {}", feature.name),
         at_target: if has {
@@ -586,29 +605,7 @@ fn verdict(
         (Admits::No, Kernel::Missing) => VerdictKind::Wall,
         (Admits::Yes, Kernel::Missing) => VerdictKind::Trap,
     };
-    // A gate inside an `if` whose gate blocks the target is never evaluated there: what it
-    // admits runs nothing at this target, and opening it would open nothing. (A wall stays
-    // one: the target is blocked either way.)
-    if matches!(
-        kind,
-        VerdictKind::Open | VerdictKind::Trap | VerdictKind::Opportunity
-    ) && let Some((outer, negated)) = first_blocking(&link.reached_under, target, cuda, gates)
-    {
-        evidence.push(format!(
-            "not reached at {target}: the gate sits under {}:{} `{}`{}, which blocks {target}; it would be {} otherwise",
-            outer.file,
-            outer.line,
-            outer.text,
-            if negated { " (negated)" } else { "" },
-            kind.name()
-        ));
-        evidence.push("stop: unreachable-at-target".into());
-        return Verdict {
-            kind: VerdictKind::Unverified,
-            evidence,
-            kernels,
-        };
-    }
+    let kind = reached_or_unverified(kind, link, target, cuda, gates, &mut evidence);
     Verdict {
         kind,
         evidence,

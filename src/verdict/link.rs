@@ -1061,7 +1061,9 @@ fn add_link(links: &mut Vec<Link>, link: Link) {
 
 /// Whether the source imports `module` or a module under it, by its import lines
 /// (`import flashinfer.comm as comm`, `from flashinfer.comm.mnnvl import ...`,
-/// `from flashinfer import comm`), at any indentation.
+/// `from flashinfer import comm`), at any indentation. Not `Parsed::imports`: that map holds
+/// the module-level imports only, and the allreduce code imports flashinfer.comm inside the
+/// function that uses it (sglang flashinfer_comm_fusion.py).
 fn imports_module(src: &[u8], module: &str) -> bool {
     let under = |name: &str| {
         name == module
