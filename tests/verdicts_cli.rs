@@ -843,3 +843,32 @@ fn a_backend_name_counts_only_in_a_module_that_imports_its_library() {
         "{evidence:#?}"
     );
 }
+
+/// An unverified search says how far it got: the first hop it did not take (a call into
+/// code that is not on the site), or that every call was followed. Python's own calls
+/// (`logger.info`, `len`, `ValueError(...)`) launch nothing and are not hops left out.
+#[test]
+fn an_unlinked_search_names_its_first_unfollowed_hop() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/unfollowed");
+    let doc = json_at(&site, &["sm_120"]);
+    let link_line = |line: u64| -> String {
+        let (verdict, evidence) = verdict_at(&doc, "hoppkg/ops.py", line);
+        assert_eq!(verdict, "unverified", "{evidence:?}");
+        evidence
+            .into_iter()
+            .find(|e| e.starts_with("no kernel link:"))
+            .unwrap_or_else(|| panic!("no link evidence at line {line}"))
+    };
+    let complete = link_line(18);
+    assert!(
+        complete.ends_with("; every call it makes was followed to its definition"),
+        "{complete}"
+    );
+    let partial = link_line(26);
+    assert!(
+        partial.ends_with(
+            "; 1 hop(s) not followed, the first: `torch.matmul` is no code gatefix finds on the site"
+        ),
+        "{partial}"
+    );
+}

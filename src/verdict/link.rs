@@ -91,6 +91,65 @@ struct Search {
     calls_seen: usize,
     /// Flags the followed code sets, with the chain that reached each.
     stores: Vec<(FlagKey, Vec<String>)>,
+    /// Hops the search did not take, in the order met (the first is the stop's evidence).
+    unfollowed: Vec<String>,
+}
+
+/// Python's builtins and exceptions, and the logging, warning and `os` calls: code outside
+/// the site that never launches a GPU kernel, so not following it leaves nothing out.
+fn launches_nothing(call: &str) -> bool {
+    const BUILTINS: &[&str] = &[
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "callable",
+        "dict",
+        "divmod",
+        "enumerate",
+        "float",
+        "format",
+        "frozenset",
+        "getattr",
+        "hasattr",
+        "hash",
+        "id",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "list",
+        "max",
+        "min",
+        "next",
+        "print",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "setattr",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "type",
+        "zip",
+    ];
+    const QUIET_RECEIVERS: &[&str] = &["logger", "logging", "log", "warnings", "os"];
+    // An exception class the site does not define is Python's (or a library's): building
+    // one runs no kernel.
+    let exception = |name: &str| {
+        name.starts_with(char::is_uppercase)
+            && ["Error", "Exception", "Warning"]
+                .iter()
+                .any(|suffix| name.ends_with(suffix))
+    };
+    match call.split_once('.') {
+        None => BUILTINS.contains(&call) || exception(call),
+        Some((receiver, _)) => QUIET_RECEIVERS.contains(&receiver),
+    }
 }
 
 /// Where a call leads.
@@ -236,6 +295,7 @@ impl Linker<'_> {
             visited: HashSet::new(),
             calls_seen: 0,
             stores: Vec::new(),
+            unfollowed: Vec::new(),
         };
         let start = if facts.returns_early {
             format!(
@@ -300,8 +360,20 @@ impl Linker<'_> {
             ));
         }
         if search.links.is_empty() {
+            // The first hop the search did not take is where a reviewer (or a `[[link]]`
+            // rule) picks up; with none, every call the code makes was read.
+            let coverage = match search.unfollowed.first() {
+                Some(first) => format!(
+                    "; {} hop(s) not followed, the first: {first}",
+                    search.unfollowed.len()
+                ),
+                None if search.calls_seen > 0 => {
+                    "; every call it makes was followed to its definition".into()
+                }
+                None => String::new(),
+            };
             let why = format!(
-                "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend",
+                "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend{coverage}",
                 search.calls_seen
             );
             let stop = if search.calls_seen >= MAX_STEPS {
@@ -417,6 +489,7 @@ impl Linker<'_> {
             visited: HashSet::new(),
             calls_seen: 0,
             stores: Vec::new(),
+            unfollowed: Vec::new(),
         };
         self.follow(&parsed, facts, &chain, dist, &Reach::start(), &mut search);
         let mut links = search.links;
@@ -654,6 +727,9 @@ impl Linker<'_> {
         }
         for call in &facts.calls {
             if search.calls_seen >= MAX_STEPS {
+                search
+                    .unfollowed
+                    .push(format!("step budget ({MAX_STEPS} calls)"));
                 return;
             }
             search.calls_seen += 1;
@@ -683,6 +759,11 @@ impl Linker<'_> {
                     .or_else(|| self.resolve_by_name(parsed, call))
             };
             let Some(callee) = callee else {
+                if !launches_nothing(call) {
+                    search
+                        .unfollowed
+                        .push(format!("`{call}` is no code gatefix finds on the site"));
+                }
                 continue;
             };
             let (id, how) = match &callee {
@@ -750,7 +831,13 @@ impl Linker<'_> {
                 );
                 continue;
             }
-            if depth + 1 >= MAX_HOPS || !search.visited.insert(id.clone()) {
+            if depth + 1 >= MAX_HOPS {
+                search
+                    .unfollowed
+                    .push(format!("`{id}` is past {MAX_HOPS} hops"));
+                continue;
+            }
+            if !search.visited.insert(id.clone()) {
                 continue;
             }
             let body = match callee {
@@ -761,6 +848,9 @@ impl Linker<'_> {
                     .and_then(|module| self.code.callee_at(&module, offset)),
             };
             let Some((callee, body)) = body else {
+                search
+                    .unfollowed
+                    .push(format!("the definition of `{id}` could not be read"));
                 continue;
             };
             // A function that builds a JIT spec with no arch list (`gen_jit_spec(name,
