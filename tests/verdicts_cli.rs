@@ -636,7 +636,22 @@ fn paths_to_triton_and_generic_jit_kernels() {
             ("mylib/ops.py", 81, "opportunity", "opportunity"),
             ("mylib/ops.py", 82, "unverified", "unverified"),
             ("mylib/ops.py", 84, "unverified", "wall"),
+            // major == 10 → a module whose launcher asks for 200 KiB of shared memory: an
+            // opportunity at sm_90 (227 KiB per block), not at sm_120 (99 KiB).
+            ("mylib/ops.py", 92, "opportunity", "unverified"),
         ]
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 92);
+    assert!(
+        evidence.iter().any(|e| e
+            == "L4 host checks flashinfer/data/csrc/bigtile.cu:8 `cudaFuncSetAttribute(bigtile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBigTileBytes)` asks for 204800 bytes; sm_120 allows at most 101376 per block (rules/kernels.toml)"),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with("not an opportunity: JIT generator flashinfer.jit.kernels:gen_bigtile_module is there only in part at sm_120")),
+        "{evidence:#?}"
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 82);
     assert!(

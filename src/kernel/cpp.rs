@@ -373,6 +373,120 @@ pub fn checks(text: &str, macros: &[(String, CheckShape)]) -> Vec<Check> {
     out
 }
 
+/// A launcher's request for dynamic shared memory:
+/// `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)`. The
+/// call fails when `bytes` is above what one block may have on the device, and the launch
+/// that counts on it fails after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedMemoryRequest {
+    pub line: u32,
+    /// The source text of the call (first line).
+    pub text: String,
+    pub bytes: CExpr,
+    /// Conditions of the enclosing `if`s, as for a [`Check`].
+    pub context: Vec<CExpr>,
+}
+
+/// The attribute whose value is the dynamic shared memory a kernel may use.
+pub const SHARED_MEMORY_ATTRIBUTE: &str = "cudaFuncAttributeMaxDynamicSharedMemorySize";
+
+/// A file's requests for dynamic shared memory, and the integer constants it defines
+/// (`constexpr int MAX_SMEM = 227 * 1024;`) by which their sizes are often written.
+pub fn shared_memory_requests(text: &str) -> (Vec<SharedMemoryRequest>, Vec<(String, CExpr)>) {
+    let mut parser = Parser::new();
+    if parser.set_language(language()).is_err() {
+        return (Vec::new(), Vec::new());
+    }
+    let Some(tree) = parser.parse(text, None) else {
+        return (Vec::new(), Vec::new());
+    };
+    let src = text.as_bytes();
+    let mut requests = Vec::new();
+    let mut constants = Vec::new();
+    let mut cursor = tree.walk();
+    let mut stack = vec![tree.root_node()];
+    let mut visited = 0usize;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 4_000_000 {
+            break;
+        }
+        match node.kind() {
+            "call_expression" => {
+                if let Some(request) = shared_memory_request(node, src) {
+                    requests.push(request);
+                }
+            }
+            "init_declarator" => {
+                let constexpr = node
+                    .parent()
+                    .filter(|p| p.kind() == "declaration")
+                    .is_some_and(|p| {
+                        let mut c = p.walk();
+                        p.children(&mut c)
+                            .any(|child| node_text(child, src) == "constexpr")
+                    });
+                if constexpr
+                    && let (Some(name), Some(value)) = (
+                        node.child_by_field_name("declarator"),
+                        node.child_by_field_name("value"),
+                    )
+                    && name.kind() == "identifier"
+                {
+                    constants.push((node_text(name, src).to_string(), lower(value, src, 0)));
+                }
+            }
+            _ => {}
+        }
+        for child in node.children(&mut cursor) {
+            stack.push(child);
+        }
+    }
+    // The enclosing `if`s, found as for the checks.
+    let mut as_checks: Vec<Check> = requests
+        .iter()
+        .map(|r: &SharedMemoryRequest| Check {
+            line: r.line,
+            how: String::new(),
+            must_hold: r.bytes.clone(),
+            text: r.text.clone(),
+            context: Vec::new(),
+            context_text: Vec::new(),
+        })
+        .collect();
+    fill_contexts(&tree, src, &mut as_checks);
+    for (request, check) in requests.iter_mut().zip(as_checks) {
+        request.context = check.context;
+    }
+    requests.sort_by_key(|r| r.line);
+    (requests, constants)
+}
+
+fn shared_memory_request(node: Node, src: &[u8]) -> Option<SharedMemoryRequest> {
+    let function = node.child_by_field_name("function")?;
+    if node_text(function, src).rsplit("::").next() != Some("cudaFuncSetAttribute") {
+        return None;
+    }
+    let args = node.child_by_field_name("arguments")?;
+    let mut cursor = args.walk();
+    let items: Vec<Node> = args
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    let [_, attribute, bytes] = items.as_slice() else {
+        return None;
+    };
+    if node_text(*attribute, src).rsplit("::").next() != Some(SHARED_MEMORY_ATTRIBUTE) {
+        return None;
+    }
+    Some(SharedMemoryRequest {
+        line: node.start_position().row as u32 + 1,
+        text: first_line(node_text(node, src)),
+        bytes: lower(*bytes, src, 0),
+        context: Vec::new(),
+    })
+}
+
 fn node_text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     node.utf8_text(src).unwrap_or("")
 }
@@ -582,6 +696,23 @@ mod tests {
             (found[0].name.as_str(), found[0].line, found[0].close_line),
             ("k", 2, 4)
         );
+    }
+
+    #[test]
+    fn shared_memory_requests_with_their_constants() {
+        let text = "constexpr int MAX_SMEM = 227 * 1024;\nstatic constexpr int kSmall = 48 << 10;\nint plain = 5;\nvoid launch(void* k, int smem, int major) {\n  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MAX_SMEM);\n  cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100);\n  if (major == 9) {\n    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);\n  }\n}\n";
+        let (requests, constants) = shared_memory_requests(text);
+        assert_eq!(
+            requests.iter().map(|r| r.line).collect::<Vec<_>>(),
+            [5, 8],
+            "{requests:?}"
+        );
+        assert_eq!(requests[0].bytes, CExpr::Name("MAX_SMEM".into()));
+        assert!(requests[0].context.is_empty());
+        assert_eq!(requests[1].context.len(), 1, "{:?}", requests[1]);
+        let mut names: Vec<&str> = constants.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["MAX_SMEM", "kSmall"], "{constants:?}");
     }
 
     #[test]

@@ -37,6 +37,16 @@ pub struct LayerRuleFile {
     sm_constant: Vec<SmConstantRule>,
     #[serde(default)]
     jit_target: Vec<JitTargetRule>,
+    #[serde(default)]
+    shared_memory: Vec<SharedMemoryRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharedMemoryRule {
+    target: String,
+    /// The most dynamic shared memory one block may ask for (bytes, opt-in).
+    max_per_block: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -114,6 +124,8 @@ pub struct LayerRules {
     pub sm_constants: Vec<String>,
     /// In preference order per target.
     pub jit_targets: Vec<JitTarget>,
+    /// The most dynamic shared memory a block may ask for, per target (plain arch).
+    pub shared_memory: Vec<(Arch, u64)>,
 }
 
 /// `"12.9"` → `(12, 9)`.
@@ -192,7 +204,27 @@ impl LayerRules {
                 min_cuda,
             });
         }
+        for rule in file.shared_memory {
+            let target: Arch = rule.target.parse().map_err(|_| {
+                format!(
+                    "[[kernel_layers.shared_memory]]: `{}` is not an arch",
+                    rule.target
+                )
+            })?;
+            self.shared_memory
+                .push((target.plain(), rule.max_per_block));
+        }
         Ok(())
+    }
+
+    /// The most dynamic shared memory a block may ask for at `target` (`None`: not in the
+    /// table, nothing is judged).
+    pub(super) fn max_shared_memory(&self, target: Arch) -> Option<u64> {
+        let plain = target.plain();
+        self.shared_memory
+            .iter()
+            .find(|(arch, _)| *arch == plain)
+            .map(|(_, bytes)| *bytes)
     }
 
     /// The rules shipped in the binary (`rules/kernels.toml`).

@@ -46,6 +46,10 @@ pub struct FileFacts {
     pub line_count: u32,
     pub kernels: Vec<KernelFacts>,
     pub checks: Vec<Check>,
+    /// Launchers' requests for dynamic shared memory (`cpp::shared_memory_requests`).
+    pub shared_memory: Vec<cpp::SharedMemoryRequest>,
+    /// The file's integer constants, by which those requests are written.
+    pub constants: HashMap<String, CExpr>,
 }
 
 impl FileFacts {
@@ -118,12 +122,21 @@ impl FileFacts {
         } else {
             Vec::new()
         };
+        // The grammar reads only files that ask for a kernel's dynamic shared memory.
+        let (shared_memory, constants) = if text.contains(cpp::SHARED_MEMORY_ATTRIBUTE) {
+            let (requests, constants) = cpp::shared_memory_requests(text);
+            (requests, constants.into_iter().collect())
+        } else {
+            (Vec::new(), HashMap::new())
+        };
         FileFacts {
             path: path.to_string(),
             directives,
             line_count,
             kernels,
             checks,
+            shared_memory,
+            constants,
         }
     }
 
@@ -759,10 +772,22 @@ pub fn host_layer(
             }
         }
     }
+    let too_big = shared_memory_over(sources, target, &env, rules);
     let (verdict, summary) = if !fails.is_empty() {
         (
             Verdict::No,
             format!("{} host checks on the SM fail at {target}", fails.len()),
+        )
+    } else if unknown.is_empty() && !too_big.is_empty() {
+        // One launcher's kernels cannot run; which launcher a caller's path reaches is not
+        // known here, so the build is covered only in part.
+        (
+            Verdict::Partly,
+            format!(
+                "{} launcher(s) ask for more dynamic shared memory per block than {target} has: \
+                 the kernels they launch cannot run there",
+                too_big.len()
+            ),
         )
     } else if !unknown.is_empty() {
         (
@@ -789,8 +814,78 @@ pub fn host_layer(
     let mut answer = LayerAnswer::new(Layer::L4, verdict, summary);
     answer.evidence.extend(fails);
     answer.evidence.extend(unknown);
+    answer.evidence.extend(too_big);
     answer.evidence.extend(notes);
     answer
+}
+
+/// The launchers that ask for a constant amount of dynamic shared memory above what one
+/// block may have at `target` (`rules/kernels.toml`, `[[kernel_layers.shared_memory]]`),
+/// where the request is live at the target: `file:line` lines. A size gatefix cannot
+/// compute (a runtime value, a constant of another file) is not judged.
+fn shared_memory_over(
+    sources: &GeneratorSources,
+    target: Arch,
+    env: &Env,
+    rules: &LayerRules,
+) -> Vec<String> {
+    let Some(max) = rules.max_shared_memory(target) else {
+        return Vec::new();
+    };
+    let mut over = Vec::new();
+    for file in &sources.files {
+        if file.shared_memory.is_empty() {
+            continue;
+        }
+        let live = preproc::liveness(&file.directives, file.line_count, env);
+        for request in &file.shared_memory {
+            if live.at(request.line) == Tri::No {
+                continue;
+            }
+            let reached = request
+                .context
+                .iter()
+                .filter(|c| mentions_sm(c, rules))
+                .all(|c| value(c, target, rules) != Some(0));
+            if !reached {
+                continue;
+            }
+            let Some(bytes) = constant_value(&request.bytes, &file.constants, 0) else {
+                continue;
+            };
+            if u64::try_from(bytes).is_ok_and(|bytes| bytes > max) {
+                over.push(format!(
+                    "{}:{} `{}` asks for {bytes} bytes; {target} allows at most {max} per block (rules/kernels.toml)",
+                    file.path, request.line, request.text
+                ));
+            }
+        }
+    }
+    over
+}
+
+/// An integer expression of literals and the file's constants (`227 * 1024`, `48 << 10`).
+fn constant_value(expr: &CExpr, constants: &HashMap<String, CExpr>, depth: usize) -> Option<i64> {
+    if depth > 16 {
+        return None;
+    }
+    match expr {
+        CExpr::Int(v) => Some(*v),
+        CExpr::Name(name) => constant_value(constants.get(name)?, constants, depth + 1),
+        CExpr::Bin(op, a, b) => {
+            let l = constant_value(a, constants, depth + 1)?;
+            let r = constant_value(b, constants, depth + 1)?;
+            match op.as_str() {
+                "+" => l.checked_add(r),
+                "-" => l.checked_sub(r),
+                "*" => l.checked_mul(r),
+                "/" => l.checked_div(r),
+                "<<" => u32::try_from(r).ok().and_then(|r| l.checked_shl(r)),
+                _ => None,
+            }
+        }
+        CExpr::Not(_) | CExpr::Opaque(_) => None,
+    }
 }
 
 fn sm_values(target: Arch) -> String {

@@ -540,7 +540,7 @@ fn combined(layers: &[LayerAnswer], listed: &Answer) -> Answer {
             for layer in others().filter(|l| l.verdict != Verdict::NotApplicable) {
                 if layer.verdict == Verdict::Partly {
                     // Covered with a warning: the kernels it would build empty or trapping.
-                    how = format!("{how}; PARTLY: {}", layer.summary);
+                    how = format!("{how}; {PARTLY}: {}", layer.summary);
                     evidence.extend(layer.cited());
                 } else {
                     evidence.push(layer.cited().remove(0));
@@ -549,6 +549,15 @@ fn combined(layers: &[LayerAnswer], listed: &Answer) -> Answer {
             Answer::Covered { how, evidence }
         }
     }
+}
+
+/// How a covered answer says some of the build's kernels are compiled out, trap or cannot
+/// launch at the target (a `partly` layer): which of them a path runs is decided at run time.
+const PARTLY: &str = "PARTLY";
+
+/// Whether a covered answer's `how` says the target is covered only in part (see `PARTLY`).
+pub fn is_partly(how: &str) -> bool {
+    how.contains(PARTLY)
 }
 
 /// `*` matches within a path segment, `**` across segments, `?` one character.

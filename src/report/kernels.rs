@@ -436,7 +436,7 @@ pub fn render_human(report: &KernelsReport, color: bool) -> String {
 
 fn answer_word(answer: &Answer) -> &'static str {
     match answer {
-        Answer::Covered { how, .. } if how.contains("PARTLY") => "partly covered",
+        Answer::Covered { how, .. } if crate::kernel::query::is_partly(how) => "partly covered",
         Answer::Covered { .. } => "covered",
         Answer::NotCovered { .. } => "not covered",
         Answer::Unknown { .. } => "unknown",

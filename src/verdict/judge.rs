@@ -523,6 +523,9 @@ fn verdict(
     let mut alternatives = Alternatives::default();
     let mut missing_alternatives = Vec::new();
     let mut kernels = Vec::new();
+    // Kernels the path needs that the target has only in part (some of the build's kernels
+    // compiled out or unable to launch there).
+    let mut partly: Vec<String> = Vec::new();
     for link in &links {
         let answer = index.coverage(&link.needs, target, site);
         let words = link.needs.words();
@@ -547,6 +550,9 @@ fn verdict(
         }
         match answer {
             Answer::Covered { how, evidence: e } => {
+                if crate::kernel::query::is_partly(&how) {
+                    partly.push(words.clone());
+                }
                 evidence.extend(link.chain.iter().cloned());
                 evidence.push(format!("needs {words}: present at {target} ({how})"));
                 evidence.extend(e);
@@ -601,6 +607,18 @@ fn verdict(
         }
         (_, Kernel::Unknown | Kernel::None) => VerdictKind::Unverified,
         (Admits::Yes, Kernel::Present) => VerdictKind::Open,
+        // Positive evidence or no verdict: opening a gate is advised only where every
+        // kernel its path may launch is there. A build covered in part may hold the very
+        // kernel the path launches among those that cannot run (flashinfer's topk clusters
+        // launcher asks for 227 KiB of shared memory, more than sm_120 has).
+        (Admits::No, Kernel::Present) if !partly.is_empty() => {
+            evidence.push(format!(
+                "not an opportunity: {} {} only in part at {target}, and gatefix cannot tell whether the path launches the kernels that cannot run there",
+                partly.join(", "),
+                if partly.len() == 1 { "is there" } else { "are there" }
+            ));
+            VerdictKind::Unverified
+        }
         (Admits::No, Kernel::Present) => VerdictKind::Opportunity,
         (Admits::No, Kernel::Missing) => VerdictKind::Wall,
         (Admits::Yes, Kernel::Missing) => VerdictKind::Trap,

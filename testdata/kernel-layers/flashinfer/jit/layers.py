@@ -115,3 +115,10 @@ def gen_named_list_module():
     sources = [jit_env.FLASHINFER_CSRC_DIR / "range.cu"]
     sources.append(jit_env.FLASHINFER_CSRC_DIR / "parts.cu")
     return gen_jit_spec("named_list", sources, extra_cuda_cflags=nvcc_flags)
+
+
+def gen_smem_module():
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 10, 11, 12]
+    )
+    return gen_jit_spec("smem", [jit_env.FLASHINFER_CSRC_DIR / "smem.cu"], extra_cuda_cflags=nvcc_flags)

@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from flashinfer.jit.kernels import gen_norm_module, gen_sm100_module
+from flashinfer.jit.kernels import gen_bigtile_module, gen_norm_module, gen_sm100_module
 
 
 @triton.jit
@@ -83,4 +83,12 @@ def nested(x):
             return _scale_kernel[(1,)](x, 1, BLOCK=1)
         if major != 12:
             return gen_sm100_module().run(x)
+    return x
+
+
+def big_tiles(x):
+    # The module's launcher asks for 200 KiB of shared memory per block: sm_90 has it,
+    # sm_120 (99 KiB) does not, so opening the gate there is not advised.
+    if torch.cuda.get_device_capability()[0] == 10:
+        return gen_bigtile_module().run(x)
     return x

@@ -17,3 +17,8 @@ def gen_sm100_module():
             supported_major_versions=[10]
         ),
     )
+
+
+def gen_bigtile_module():
+    # No arch list; its launcher asks for a fixed amount of shared memory (bigtile.cu).
+    return gen_jit_spec("bigtile", [jit_env.FLASHINFER_CSRC_DIR / "bigtile.cu"])
