@@ -81,10 +81,14 @@ impl Reader<'_> {
             .filter(|hit| self.is_read(key, hit))
             .collect();
         if reads.is_empty() {
-            return vec![Hop::Stop(format!(
-                "{} is never read back in the site",
-                key.words()
-            ))];
+            // A function nobody on the site calls is an entry point: what its exit guards
+            // runs in its callers, outside the site.
+            return vec![Hop::Stop(match key {
+                FlagKey::Func(name) => format!(
+                    "{name}() is not called in the site: an entry point, whose callers are outside it"
+                ),
+                _ => format!("{} is never read back in the site", key.words()),
+            })];
         }
         if reads.len() > MAX_READS {
             return vec![Hop::Stop(format!(

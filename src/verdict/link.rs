@@ -1106,6 +1106,8 @@ pub fn stop_kind(why: &str) -> &'static str {
         "read-budget"
     } else if why.contains("never read back") {
         "flag-never-read"
+    } else if why.contains("an entry point, whose callers") {
+        "entry-point"
     } else if why.contains("passed as an argument") || why.contains("passed to") {
         "flag-passed-as-argument"
     } else if why.contains("negation") {
