@@ -332,41 +332,16 @@ pub enum CheckShape {
 /// The host checks of a file. `macros` maps a macro name to its shape. A file the grammar
 /// cannot read at all gives no checks (never an error): tree-sitter always returns a tree.
 pub fn checks(text: &str, macros: &[(String, CheckShape)]) -> Vec<Check> {
-    let mut parser = Parser::new();
-    if parser.set_language(language()).is_err() {
-        return Vec::new();
-    }
-    let Some(tree) = parser.parse(text, None) else {
+    let Some(tree) = parse(text) else {
         return Vec::new();
     };
     let src = text.as_bytes();
     let mut out = Vec::new();
-    let mut cursor = tree.walk();
-    // An explicit stack: deep nesting in hostile input must not overflow the Rust stack.
-    let mut stack = vec![tree.root_node()];
-    let mut visited = 0usize;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 4_000_000 {
-            break;
-        }
-        match node.kind() {
-            "call_expression" => {
-                if let Some(check) = macro_check(node, src, macros) {
-                    out.push(check);
-                }
-            }
-            "if_statement" => {
-                if let Some(check) = if_throw(node, src) {
-                    out.push(check);
-                }
-            }
-            _ => {}
-        }
-        for child in node.children(&mut cursor) {
-            stack.push(child);
-        }
-    }
+    walk(&tree, |node| match node.kind() {
+        "call_expression" => out.extend(macro_check(node, src, macros)),
+        "if_statement" => out.extend(if_throw(node, src)),
+        _ => {}
+    });
     // Contexts come from the tree again, per check, walking up from its node.
     fill_contexts(&tree, src, &mut out);
     out.sort_by_key(|c| c.line);
@@ -393,55 +368,17 @@ pub const SHARED_MEMORY_ATTRIBUTE: &str = "cudaFuncAttributeMaxDynamicSharedMemo
 /// A file's requests for dynamic shared memory, and the integer constants it defines
 /// (`constexpr int MAX_SMEM = 227 * 1024;`) by which their sizes are often written.
 pub fn shared_memory_requests(text: &str) -> (Vec<SharedMemoryRequest>, Vec<(String, CExpr)>) {
-    let mut parser = Parser::new();
-    if parser.set_language(language()).is_err() {
-        return (Vec::new(), Vec::new());
-    }
-    let Some(tree) = parser.parse(text, None) else {
+    let Some(tree) = parse(text) else {
         return (Vec::new(), Vec::new());
     };
     let src = text.as_bytes();
     let mut requests = Vec::new();
     let mut constants = Vec::new();
-    let mut cursor = tree.walk();
-    let mut stack = vec![tree.root_node()];
-    let mut visited = 0usize;
-    while let Some(node) = stack.pop() {
-        visited += 1;
-        if visited > 4_000_000 {
-            break;
-        }
-        match node.kind() {
-            "call_expression" => {
-                if let Some(request) = shared_memory_request(node, src) {
-                    requests.push(request);
-                }
-            }
-            "init_declarator" => {
-                let constexpr = node
-                    .parent()
-                    .filter(|p| p.kind() == "declaration")
-                    .is_some_and(|p| {
-                        let mut c = p.walk();
-                        p.children(&mut c)
-                            .any(|child| node_text(child, src) == "constexpr")
-                    });
-                if constexpr
-                    && let (Some(name), Some(value)) = (
-                        node.child_by_field_name("declarator"),
-                        node.child_by_field_name("value"),
-                    )
-                    && name.kind() == "identifier"
-                {
-                    constants.push((node_text(name, src).to_string(), lower(value, src, 0)));
-                }
-            }
-            _ => {}
-        }
-        for child in node.children(&mut cursor) {
-            stack.push(child);
-        }
-    }
+    walk(&tree, |node| match node.kind() {
+        "call_expression" => requests.extend(shared_memory_request(node, src)),
+        "init_declarator" => constants.extend(constexpr_constant(node, src)),
+        _ => {}
+    });
     // The enclosing `if`s, found as for the checks.
     let mut as_checks: Vec<Check> = requests
         .iter()
@@ -460,6 +397,45 @@ pub fn shared_memory_requests(text: &str) -> (Vec<SharedMemoryRequest>, Vec<(Str
     }
     requests.sort_by_key(|r| r.line);
     (requests, constants)
+}
+
+/// The C++ tree of `text`; `None` only when the grammar cannot be loaded (tree-sitter always
+/// returns a tree, with error nodes where it must).
+fn parse(text: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(language()).ok()?;
+    parser.parse(text, None)
+}
+
+/// Visits every node of `tree`, parents before children, at most 4,000,000 of them. An
+/// explicit stack: deep nesting in hostile input must not overflow the Rust stack.
+fn walk<'t>(tree: &'t tree_sitter::Tree, mut visit: impl FnMut(Node<'t>)) {
+    let mut cursor = tree.walk();
+    let mut stack = vec![tree.root_node()];
+    let mut visited = 0usize;
+    while let Some(node) = stack.pop() {
+        visited += 1;
+        if visited > 4_000_000 {
+            break;
+        }
+        visit(node);
+        for child in node.children(&mut cursor) {
+            stack.push(child);
+        }
+    }
+}
+
+/// `NAME = value` of a `constexpr` declaration (`constexpr int NAME = 227 * 1024;`).
+fn constexpr_constant(declarator: Node, src: &[u8]) -> Option<(String, CExpr)> {
+    let declaration = declarator.parent().filter(|p| p.kind() == "declaration")?;
+    let mut cursor = declaration.walk();
+    let constexpr = declaration
+        .children(&mut cursor)
+        .any(|child| node_text(child, src) == "constexpr");
+    let name = declarator.child_by_field_name("declarator")?;
+    let value = declarator.child_by_field_name("value")?;
+    (constexpr && name.kind() == "identifier")
+        .then(|| (node_text(name, src).to_string(), lower(value, src, 0)))
 }
 
 fn shared_memory_request(node: Node, src: &[u8]) -> Option<SharedMemoryRequest> {
