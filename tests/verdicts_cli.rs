@@ -863,7 +863,9 @@ fn a_backend_name_counts_only_in_a_module_that_imports_its_library() {
 
 /// An unverified search says how far it got: the first hop it did not take (a call into
 /// code that is not on the site), or that every call was followed. Python's own calls
-/// (`logger.info`, `len`, `ValueError(...)`) launch nothing and are not hops left out.
+/// (`logger.info`, `len`, `ValueError(...)`) launch nothing and are not hops left out. A call
+/// on a module imported from outside the site (`torch.matmul`) is that module's, not the
+/// site's only def of the same name (`hoppkg/linalg.py`).
 #[test]
 fn an_unlinked_search_names_its_first_unfollowed_hop() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/unfollowed");

@@ -753,6 +753,9 @@ impl Linker<'_> {
                 // An op no native library of the site can register: registered from Python
                 // (`direct_register_custom_op("name", impl)`), by the function of that name.
                 self.resolve_by_name(parsed, call)
+            } else if self.outside_receiver(parsed, call) {
+                // `torch.bincount(...)` is torch's, whatever the site defines by that name.
+                self.resolve(parsed, call).map(|(m, f)| Callee::Named(m, f))
             } else {
                 self.resolve(parsed, call)
                     .map(|(m, f)| Callee::Named(m, f))
@@ -957,6 +960,30 @@ impl Linker<'_> {
     /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
     /// kept in a variable), by the definitions of its last name in the site: the one in this
     /// file for `self.`/`cls.`/`super().`, or the only one in the site (or in one file).
+    /// Whether a dotted call's receiver is a module imported from outside the site
+    /// (`torch.bincount`, `np.cumsum`, `nn.functional.pad` after `from torch import nn`):
+    /// its function is that module's, so a def of the same name in the site is not it.
+    fn outside_receiver(&self, parsed: &Parsed, call: &str) -> bool {
+        // Only a plain dotted name: in `typing.cast(Any, x).run`, `run` is the cast
+        // object's, not typing's.
+        let dotted = call
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        let Some((receiver, _)) = call.split_once('.').filter(|_| dotted) else {
+            return false;
+        };
+        let Some((base, member)) = parsed.imports().get(receiver) else {
+            return false;
+        };
+        let root = base.split('.').next().unwrap_or(base);
+        let on_site = self.code.has_module(base)
+            || self.code.has_module(root)
+            || member
+                .as_ref()
+                .is_some_and(|m| self.code.has_module(&format!("{base}.{m}")));
+        !on_site
+    }
+
     fn resolve_by_name(&self, parsed: &Parsed, call: &str) -> Option<Callee> {
         let name = call.rsplit('.').next()?;
         if name.is_empty() || name.starts_with("__") {
