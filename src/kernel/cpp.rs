@@ -329,23 +329,62 @@ pub enum CheckShape {
     Compare(&'static str),
 }
 
-/// The host checks of a file. `macros` maps a macro name to its shape. A file the grammar
-/// cannot read at all gives no checks (never an error): tree-sitter always returns a tree.
-pub fn checks(text: &str, macros: &[(String, CheckShape)]) -> Vec<Check> {
+/// What a file's host code says about launching at a target: its checks and its requests
+/// for dynamic shared memory, with the integer constants those are written with.
+#[derive(Debug, Default)]
+pub struct HostCode {
+    pub checks: Vec<Check>,
+    pub shared_memory: Vec<SharedMemoryRequest>,
+    /// `constexpr int MAX_SMEM = 227 * 1024;`, by name (read with the requests).
+    pub constants: Vec<(String, CExpr)>,
+}
+
+/// The host checks of a file (with `macros`, each macro name with its shape) and its
+/// shared-memory requests (with `shared_memory`), from one parse. A file the grammar cannot
+/// read at all gives nothing (never an error): tree-sitter always returns a tree.
+pub fn host_code(
+    text: &str,
+    macros: Option<&[(String, CheckShape)]>,
+    shared_memory: bool,
+) -> HostCode {
+    let mut out = HostCode::default();
+    if macros.is_none() && !shared_memory {
+        return out;
+    }
     let Some(tree) = parse(text) else {
-        return Vec::new();
+        return out;
     };
     let src = text.as_bytes();
-    let mut out = Vec::new();
     walk(&tree, |node| match node.kind() {
-        "call_expression" => out.extend(macro_check(node, src, macros)),
-        "if_statement" => out.extend(if_throw(node, src)),
+        "call_expression" => {
+            if let Some(macros) = macros {
+                out.checks.extend(macro_check(node, src, macros));
+            }
+            if shared_memory {
+                out.shared_memory.extend(shared_memory_request(node, src));
+            }
+        }
+        "if_statement" if macros.is_some() => out.checks.extend(if_throw(node, src)),
+        "init_declarator" if shared_memory => {
+            out.constants.extend(constexpr_constant(node, src));
+        }
         _ => {}
     });
-    // Contexts come from the tree again, per check, walking up from its node.
-    fill_contexts(&tree, src, &mut out);
-    out.sort_by_key(|c| c.line);
+    // Contexts come from the tree again, walking up from each line.
+    for check in &mut out.checks {
+        (check.context, check.context_text) = context_at(&tree, src, check.line);
+    }
+    for request in &mut out.shared_memory {
+        request.context = context_at(&tree, src, request.line).0;
+    }
+    out.checks.sort_by_key(|c| c.line);
+    out.shared_memory.sort_by_key(|r| r.line);
     out
+}
+
+/// The host checks of a file alone (see `host_code`).
+pub fn checks(text: &str, macros: &[(String, CheckShape)]) -> Vec<Check> {
+    host_code(text, Some(macros), false).checks
 }
 
 /// A launcher's request for dynamic shared memory:
@@ -364,40 +403,6 @@ pub struct SharedMemoryRequest {
 
 /// The attribute whose value is the dynamic shared memory a kernel may use.
 pub const SHARED_MEMORY_ATTRIBUTE: &str = "cudaFuncAttributeMaxDynamicSharedMemorySize";
-
-/// A file's requests for dynamic shared memory, and the integer constants it defines
-/// (`constexpr int MAX_SMEM = 227 * 1024;`) by which their sizes are often written.
-pub fn shared_memory_requests(text: &str) -> (Vec<SharedMemoryRequest>, Vec<(String, CExpr)>) {
-    let Some(tree) = parse(text) else {
-        return (Vec::new(), Vec::new());
-    };
-    let src = text.as_bytes();
-    let mut requests = Vec::new();
-    let mut constants = Vec::new();
-    walk(&tree, |node| match node.kind() {
-        "call_expression" => requests.extend(shared_memory_request(node, src)),
-        "init_declarator" => constants.extend(constexpr_constant(node, src)),
-        _ => {}
-    });
-    // The enclosing `if`s, found as for the checks.
-    let mut as_checks: Vec<Check> = requests
-        .iter()
-        .map(|r: &SharedMemoryRequest| Check {
-            line: r.line,
-            how: String::new(),
-            must_hold: r.bytes.clone(),
-            text: r.text.clone(),
-            context: Vec::new(),
-            context_text: Vec::new(),
-        })
-        .collect();
-    fill_contexts(&tree, src, &mut as_checks);
-    for (request, check) in requests.iter_mut().zip(as_checks) {
-        request.context = check.context;
-    }
-    requests.sort_by_key(|r| r.line);
-    (requests, constants)
-}
 
 /// The C++ tree of `text`; `None` only when the grammar cannot be loaded (tree-sitter always
 /// returns a tree, with error nodes where it must).
@@ -443,12 +448,7 @@ fn shared_memory_request(node: Node, src: &[u8]) -> Option<SharedMemoryRequest> 
     if node_text(function, src).rsplit("::").next() != Some("cudaFuncSetAttribute") {
         return None;
     }
-    let args = node.child_by_field_name("arguments")?;
-    let mut cursor = args.walk();
-    let items: Vec<Node> = args
-        .named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
-        .collect();
+    let items = arguments(node)?;
     let [_, attribute, bytes] = items.as_slice() else {
         return None;
     };
@@ -461,6 +461,17 @@ fn shared_memory_request(node: Node, src: &[u8]) -> Option<SharedMemoryRequest> 
         bytes: lower(*bytes, src, 0),
         context: Vec::new(),
     })
+}
+
+/// A call's arguments, comments left out.
+fn arguments<'t>(call: Node<'t>) -> Option<Vec<Node<'t>>> {
+    let args = call.child_by_field_name("arguments")?;
+    let mut cursor = args.walk();
+    Some(
+        args.named_children(&mut cursor)
+            .filter(|n| n.kind() != "comment")
+            .collect(),
+    )
 }
 
 fn node_text<'a>(node: Node, src: &'a [u8]) -> &'a str {
@@ -488,12 +499,7 @@ fn macro_check(node: Node, src: &[u8], macros: &[(String, CheckShape)]) -> Optio
     let function = node.child_by_field_name("function")?;
     let name = node_text(function, src);
     let shape = macros.iter().find(|(m, _)| m == name)?.1;
-    let args = node.child_by_field_name("arguments")?;
-    let mut cursor = args.walk();
-    let items: Vec<Node> = args
-        .named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
-        .collect();
+    let items = arguments(node)?;
     let must_hold = match shape {
         CheckShape::Condition => lower(*items.first()?, src, 0),
         CheckShape::Compare(op) => {
@@ -548,53 +554,51 @@ fn if_throw(node: Node, src: &[u8]) -> Option<Check> {
     })
 }
 
-/// The enclosing `if` conditions of each check (by its start line and column).
-fn fill_contexts(tree: &tree_sitter::Tree, src: &[u8], checks: &mut [Check]) {
-    for check in checks.iter_mut() {
-        let point = tree_sitter::Point {
-            row: check.line as usize - 1,
-            column: 0,
-        };
-        let Some(mut node) = tree.root_node().descendant_for_point_range(point, point) else {
-            continue;
-        };
-        // Walk to the statement node on that line, then up through its ancestors.
-        let mut steps = 0;
-        let mut context = Vec::new();
-        let mut texts = Vec::new();
-        let mut child = node;
-        while let Some(parent) = node.parent() {
-            steps += 1;
-            // Real checks sit a few dozen nodes deep; hostile nesting must stay linear.
-            if steps > 256 {
-                break;
-            }
-            if parent.kind() == "if_statement" {
-                let condition = parent.child_by_field_name("condition");
-                let in_consequence = parent
-                    .child_by_field_name("consequence")
-                    .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
-                let in_alternative = parent
-                    .child_by_field_name("alternative")
-                    .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
-                if let Some(condition) = condition {
-                    let cond = lower(condition, src, 0);
-                    let text = first_line(node_text(condition, src));
-                    if in_consequence && parent.start_position().row as u32 + 1 != check.line {
-                        context.push(cond);
-                        texts.push(text);
-                    } else if in_alternative {
-                        context.push(CExpr::Not(Box::new(cond)));
-                        texts.push(format!("!{text}"));
-                    }
+/// The conditions of the `if`s around the statement on `line` (negated for an `else`
+/// branch), as lowered and as written (`!(...)` for an `else`).
+fn context_at(tree: &tree_sitter::Tree, src: &[u8], line: u32) -> (Vec<CExpr>, Vec<String>) {
+    let mut context = Vec::new();
+    let mut texts = Vec::new();
+    let point = tree_sitter::Point {
+        row: line as usize - 1,
+        column: 0,
+    };
+    let Some(mut node) = tree.root_node().descendant_for_point_range(point, point) else {
+        return (context, texts);
+    };
+    // Walk to the statement node on that line, then up through its ancestors.
+    let mut steps = 0;
+    let mut child = node;
+    while let Some(parent) = node.parent() {
+        steps += 1;
+        // Real checks sit a few dozen nodes deep; hostile nesting must stay linear.
+        if steps > 256 {
+            break;
+        }
+        if parent.kind() == "if_statement" {
+            let condition = parent.child_by_field_name("condition");
+            let in_consequence = parent
+                .child_by_field_name("consequence")
+                .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
+            let in_alternative = parent
+                .child_by_field_name("alternative")
+                .is_some_and(|c| c.id() == child.id() || c.id() == node.id());
+            if let Some(condition) = condition {
+                let cond = lower(condition, src, 0);
+                let text = first_line(node_text(condition, src));
+                if in_consequence && parent.start_position().row as u32 + 1 != line {
+                    context.push(cond);
+                    texts.push(text);
+                } else if in_alternative {
+                    context.push(CExpr::Not(Box::new(cond)));
+                    texts.push(format!("!{text}"));
                 }
             }
-            child = node;
-            node = parent;
         }
-        check.context = context;
-        check.context_text = texts;
+        child = node;
+        node = parent;
     }
+    (context, texts)
 }
 
 /// C++ expression → [`CExpr`]; `depth` bounds recursion on hostile nesting.
@@ -677,7 +681,11 @@ mod tests {
     #[test]
     fn shared_memory_requests_with_their_constants() {
         let text = "constexpr int MAX_SMEM = 227 * 1024;\nstatic constexpr int kSmall = 48 << 10;\nint plain = 5;\nvoid launch(void* k, int smem, int major) {\n  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MAX_SMEM);\n  cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100);\n  if (major == 9) {\n    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);\n  }\n}\n";
-        let (requests, constants) = shared_memory_requests(text);
+        let HostCode {
+            shared_memory: requests,
+            constants,
+            ..
+        } = host_code(text, None, true);
         assert_eq!(
             requests.iter().map(|r| r.line).collect::<Vec<_>>(),
             [5, 8],

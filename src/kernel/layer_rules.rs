@@ -128,6 +128,12 @@ pub struct LayerRules {
     pub shared_memory: Vec<(Arch, u64)>,
 }
 
+/// A table's `target = "sm_120"`; the error names the table.
+fn parse_target(table: &str, text: &str) -> Result<Arch, String> {
+    text.parse()
+        .map_err(|_| format!("[[kernel_layers.{table}]]: `{text}` is not an arch"))
+}
+
 /// `"12.9"` → `(12, 9)`.
 pub fn parse_cuda(text: &str) -> Option<(u32, u32)> {
     let mut parts = text.trim().split('.');
@@ -175,12 +181,7 @@ impl LayerRules {
             self.sm_constants.push(constant.prefix);
         }
         for rule in file.jit_target {
-            let target: Arch = rule.target.parse().map_err(|_| {
-                format!(
-                    "[[kernel_layers.jit_target]]: `{}` is not an arch",
-                    rule.target
-                )
-            })?;
+            let target = parse_target("jit_target", &rule.target)?;
             let variant = match rule.suffix.as_str() {
                 "a" => Variant::A,
                 "f" => Variant::F,
@@ -205,12 +206,7 @@ impl LayerRules {
             });
         }
         for rule in file.shared_memory {
-            let target: Arch = rule.target.parse().map_err(|_| {
-                format!(
-                    "[[kernel_layers.shared_memory]]: `{}` is not an arch",
-                    rule.target
-                )
-            })?;
+            let target = parse_target("shared_memory", &rule.target)?;
             self.shared_memory
                 .push((target.plain(), rule.max_per_block));
         }

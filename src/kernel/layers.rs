@@ -46,7 +46,7 @@ pub struct FileFacts {
     pub line_count: u32,
     pub kernels: Vec<KernelFacts>,
     pub checks: Vec<Check>,
-    /// Launchers' requests for dynamic shared memory (`cpp::shared_memory_requests`).
+    /// Launchers' requests for dynamic shared memory (`cpp::host_code`).
     pub shared_memory: Vec<cpp::SharedMemoryRequest>,
     /// The file's integer constants, by which those requests are written.
     pub constants: HashMap<String, CExpr>,
@@ -107,28 +107,26 @@ impl FileFacts {
                 KernelFacts { def, code: lines }
             })
             .collect();
-        // The grammar reads only files that name a check macro and an SM-holding word.
+        // The grammar reads only files that name a check macro and an SM-holding word, or
+        // that ask for a kernel's dynamic shared memory; once for both.
         let names_check =
             rules.checks.iter().any(|(m, _)| text.contains(m.as_str())) || text.contains("throw");
         let names_sm = rules
             .prefilter_words()
             .iter()
             .any(|w| text.contains(w.as_str()));
-        let checks = if names_check && names_sm {
-            cpp::checks(text, &rules.checks)
-                .into_iter()
-                .filter(|c| mentions_sm(&c.must_hold, rules))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        // The grammar reads only files that ask for a kernel's dynamic shared memory.
-        let (shared_memory, constants) = if text.contains(cpp::SHARED_MEMORY_ATTRIBUTE) {
-            let (requests, constants) = cpp::shared_memory_requests(text);
-            (requests, constants.into_iter().collect())
-        } else {
-            (Vec::new(), HashMap::new())
-        };
+        let host = cpp::host_code(
+            text,
+            (names_check && names_sm).then_some(rules.checks.as_slice()),
+            text.contains(cpp::SHARED_MEMORY_ATTRIBUTE),
+        );
+        let checks = host
+            .checks
+            .into_iter()
+            .filter(|c| mentions_sm(&c.must_hold, rules))
+            .collect();
+        let shared_memory = host.shared_memory;
+        let constants = host.constants.into_iter().collect();
         FileFacts {
             path: path.to_string(),
             directives,
@@ -969,6 +967,10 @@ mod tests {
         assert_eq!(rules.constant("kSM_100"), Some(100));
         assert_eq!(rules.constant("kSM_100f"), None);
         assert!(!rules.jit_targets.is_empty());
+        assert_eq!(rules.max_shared_memory(Arch::new(12, 0)), Some(101_376));
+        assert_eq!(rules.max_shared_memory(Arch::new(10, 0)), Some(232_448));
+        // Not in the table: nothing is judged there.
+        assert_eq!(rules.max_shared_memory(Arch::new(11, 0)), None);
     }
 
     #[test]

@@ -91,8 +91,25 @@ struct Search {
     calls_seen: usize,
     /// Flags the followed code sets, with the chain that reached each.
     stores: Vec<(FlagKey, Vec<String>)>,
-    /// Hops the search did not take, in the order met (the first is the stop's evidence).
-    unfollowed: Vec<String>,
+    /// Hops the search did not take (see `Unfollowed`).
+    unfollowed: Unfollowed,
+}
+
+/// How many hops a search did not take, and the first of them (the stop's evidence): only
+/// that one is worded, as a search can skip hundreds.
+#[derive(Default)]
+struct Unfollowed {
+    count: usize,
+    first: Option<String>,
+}
+
+impl Unfollowed {
+    fn add(&mut self, why: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(why());
+        }
+    }
 }
 
 /// Python's builtins and exceptions, and the logging, warning and `os` calls: code outside
@@ -295,7 +312,7 @@ impl Linker<'_> {
             visited: HashSet::new(),
             calls_seen: 0,
             stores: Vec::new(),
-            unfollowed: Vec::new(),
+            unfollowed: Unfollowed::default(),
         };
         let start = if facts.returns_early {
             format!(
@@ -362,10 +379,10 @@ impl Linker<'_> {
         if search.links.is_empty() {
             // The first hop the search did not take is where a reviewer (or a `[[link]]`
             // rule) picks up; with none, every call the code makes was read.
-            let coverage = match search.unfollowed.first() {
+            let coverage = match &search.unfollowed.first {
                 Some(first) => format!(
                     "; {} hop(s) not followed, the first: {first}",
-                    search.unfollowed.len()
+                    search.unfollowed.count
                 ),
                 None if search.calls_seen > 0 => {
                     "; every call it makes was followed to its definition".into()
@@ -489,7 +506,7 @@ impl Linker<'_> {
             visited: HashSet::new(),
             calls_seen: 0,
             stores: Vec::new(),
-            unfollowed: Vec::new(),
+            unfollowed: Unfollowed::default(),
         };
         self.follow(&parsed, facts, &chain, dist, &Reach::start(), &mut search);
         let mut links = search.links;
@@ -729,7 +746,7 @@ impl Linker<'_> {
             if search.calls_seen >= MAX_STEPS {
                 search
                     .unfollowed
-                    .push(format!("step budget ({MAX_STEPS} calls)"));
+                    .add(|| format!("step budget ({MAX_STEPS} calls)"));
                 return;
             }
             search.calls_seen += 1;
@@ -765,7 +782,7 @@ impl Linker<'_> {
                 if !launches_nothing(call) {
                     search
                         .unfollowed
-                        .push(format!("`{call}` is no code gatefix finds on the site"));
+                        .add(|| format!("`{call}` is no code gatefix finds on the site"));
                 }
                 continue;
             };
@@ -837,7 +854,7 @@ impl Linker<'_> {
             if depth + 1 >= MAX_HOPS {
                 search
                     .unfollowed
-                    .push(format!("`{id}` is past {MAX_HOPS} hops"));
+                    .add(|| format!("`{id}` is past {MAX_HOPS} hops"));
                 continue;
             }
             if !search.visited.insert(id.clone()) {
@@ -853,7 +870,7 @@ impl Linker<'_> {
             let Some((callee, body)) = body else {
                 search
                     .unfollowed
-                    .push(format!("the definition of `{id}` could not be read"));
+                    .add(|| format!("the definition of `{id}` could not be read"));
                 continue;
             };
             // A function that builds a JIT spec with no arch list (`gen_jit_spec(name,
