@@ -466,6 +466,8 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         .collect();
     verdicts.sort();
     let expected = [
+        ("sglang/srt/layers/checks.py", 15, "wall"),
+        ("sglang/srt/layers/checks.py", 25, "unverified"),
         ("sglang/srt/layers/fusion.py", 11, "wall"),
         ("sglang/srt/layers/fusion.py", 25, "opportunity"),
         ("sglang/srt/layers/fusion.py", 37, "wall"),
@@ -524,6 +526,29 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
     let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/fusion.py", 11);
     assert!(
         evidence.contains(&"sets global sglang.srt.layers.fusion._use_mnnvl".to_string()),
+        "{evidence:?}"
+    );
+
+    // A check that raises, called as a statement: the code after the call is what it guards.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/checks.py", 15);
+    assert!(
+        evidence.contains(
+            &"read at sglang/srt/layers/checks.py:20 calls require_sm90(); followed the code after it"
+                .to_string()
+        ),
+        "{evidence:?}"
+    );
+    // A function that raises and then does the work: its result (`out = fp8_attention(q)`)
+    // is no flag, and the kernel its caller launches next is not what the gate guards.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/checks.py", 25);
+    assert!(
+        evidence.iter().any(|e| e.contains(
+            "first stop: sglang/srt/layers/checks.py:31 uses the result of fp8_attention(), which raises where the gate holds"
+        )),
+        "{evidence:?}"
+    );
+    assert!(
+        !evidence.iter().any(|e| e.contains("mnnvl")),
         "{evidence:?}"
     );
 

@@ -120,13 +120,16 @@ pub enum FlagKey {
     Env(String),
     /// A function or method that returns the flag: its calls are reads.
     Func(String),
+    /// A function that raises unless the gate does not hold: its callers go on past each call
+    /// only where it passes. The call's value is the function's result, not the flag.
+    Exit(String),
 }
 
 impl FlagKey {
     /// The identifier the site is searched for.
     pub fn name(&self) -> &str {
         match self {
-            FlagKey::Attr(n) | FlagKey::Env(n) | FlagKey::Func(n) => n,
+            FlagKey::Attr(n) | FlagKey::Env(n) | FlagKey::Func(n) | FlagKey::Exit(n) => n,
             FlagKey::Global { name, .. } => name,
         }
     }
@@ -137,6 +140,7 @@ impl FlagKey {
             FlagKey::Global { module, name } => format!("global {module}.{name}"),
             FlagKey::Env(n) => format!("environment variable {n}"),
             FlagKey::Func(n) => format!("the calls of {n}()"),
+            FlagKey::Exit(n) => format!("the code after the calls of {n}()"),
         }
     }
 }

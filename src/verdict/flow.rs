@@ -84,7 +84,7 @@ impl Reader<'_> {
             // A function nobody on the site calls is an entry point: what its exit guards
             // runs in its callers, outside the site.
             return vec![Hop::Stop(match key {
-                FlagKey::Func(name) => format!(
+                FlagKey::Func(name) | FlagKey::Exit(name) => format!(
                     "{name}() is not called in the site: an entry point, whose callers are outside it"
                 ),
                 _ => format!("{} is never read back in the site", key.words()),
@@ -182,7 +182,7 @@ impl Reader<'_> {
                     && !env_store(rest);
                 quoted || (before == Some(b'.') && !stores)
             }
-            FlagKey::Func(name) => {
+            FlagKey::Func(name) | FlagKey::Exit(name) => {
                 let called = matches!(next, Some((_, b'(')));
                 let line_start = memchr::memrchr(b'\n', &src[..hit.start]).map_or(0, |i| i + 1);
                 let lead = src[line_start..hit.start].trim_ascii_start();
@@ -238,7 +238,44 @@ impl Reader<'_> {
         {
             node = parent;
         }
+        if let FlagKey::Exit(name) = key {
+            self.after_exit_call(place, node, name, out);
+            return;
+        }
         self.walk(place, node, true, matches!(key, FlagKey::Env(_)), 0, out);
+    }
+
+    /// A call of a function that raises where the gate holds. Called as a statement (a
+    /// check: `check_arch(x)`), the caller goes on past it only where it passes, so the code
+    /// after it is what the gate protects. Where the call's value is used (`out =
+    /// run_fmha(...)`, `return run_fmha(...)`), the function does the work itself: what the
+    /// gate protects is its own code, and the value is its result, not the gate's (following
+    /// it reached the next kernel the caller happened to run).
+    fn after_exit_call(&self, place: &Place, callee: Node, name: &str, out: &mut Vec<Hop>) {
+        let src = &place.parsed.src;
+        let line = callee.start_position().row + 1;
+        let call = callee.parent().filter(|p| p.kind() == "call");
+        let statement = call
+            .and_then(|c| c.parent())
+            .filter(|p| p.kind() == "expression_statement");
+        let Some(statement) = statement else {
+            out.push(Hop::Stop(format!(
+                "{}:{line} uses the result of {name}(), which raises where the gate holds: its own code is what the gate guards, not the code after the call",
+                place.path
+            )));
+            return;
+        };
+        let guards = self.enclosing_guards(place, statement);
+        self.push_code(
+            place,
+            code_after_statement(statement, src),
+            format!(
+                "{}:{line} calls {name}(); followed the code after it",
+                place.path
+            ),
+            guards,
+            out,
+        );
     }
 
     /// Follows a value up to what uses it.

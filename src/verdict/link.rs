@@ -361,14 +361,20 @@ impl Linker<'_> {
             .map(|(key, chain)| (key.clone(), chain.clone(), Vec::new()))
             .collect();
         // An exit in a check whose code after reaches nothing: the check's callers go on to
-        // the kernels only when it passes, so its calls are followed like a flag's reads.
+        // the kernels only when it passes. A raise: the code after each call is what it
+        // protects, whatever the call's value is. An early `return False`: the call's value
+        // is the flag, followed like a flag's reads.
         if search.links.is_empty()
             && facts.raises
             && let Some(function) = gate.function.as_deref()
         {
-            let name = function.rsplit('.').next().unwrap_or(function);
+            let name = function.rsplit('.').next().unwrap_or(function).to_string();
             seeds.push((
-                FlagKey::Func(name.to_string()),
+                if facts.returns_early {
+                    FlagKey::Func(name.clone())
+                } else {
+                    FlagKey::Exit(name.clone())
+                },
                 vec![format!(
                     "{}:{} {name}() passes only where the gate does not hold",
                     gate.file, gate.line

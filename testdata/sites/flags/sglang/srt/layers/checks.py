@@ -1,0 +1,32 @@
+"""Functions that raise where the gate holds (written for gatefix's flag-flow tests). A check
+called as a statement guards the code after its call; a function that raises and then does
+the work itself guards its own code, not what its caller runs next with the result."""
+
+import torch
+
+from flashinfer.jit.comm import gen_trtllm_mnnvl_comm_module
+
+
+def mnnvl_launch(x):
+    return gen_trtllm_mnnvl_comm_module(), x
+
+
+def require_sm90():
+    if torch.cuda.get_device_capability()[0] != 9:
+        raise RuntimeError("needs SM90")
+
+
+def checked_fusion(x):
+    require_sm90()
+    return mnnvl_launch(x)
+
+
+def fp8_attention(q):
+    if torch.cuda.get_device_capability()[0] == 12:
+        raise NotImplementedError("FP8 attention is not supported on SM120")
+    return q * 2
+
+
+def attention_then_fusion(q):
+    out = fp8_attention(q)
+    return mnnvl_launch(out)
