@@ -361,9 +361,10 @@ impl Linker<'_> {
             .map(|(key, chain)| (key.clone(), chain.clone(), Vec::new()))
             .collect();
         // An exit in a check whose code after reaches nothing: the check's callers go on to
-        // the kernels only when it passes. A raise: the code after each call is what it
-        // protects, whatever the call's value is. An early `return False`: the call's value
-        // is the flag, followed like a flag's reads.
+        // the kernels only when it passes. A raise: where a call stands as a statement, the
+        // code after it is what the check protects; where its value is used, the function
+        // did the work and the search stops (`Reader::after_exit_call`). An early `return
+        // False`: the call's value is the flag, followed like a flag's reads.
         if search.links.is_empty()
             && facts.raises
             && let Some(function) = gate.function.as_deref()
