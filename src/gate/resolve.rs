@@ -237,8 +237,19 @@ fn assume(name: &str) {
     });
 }
 
-fn assumed_now() -> Vec<String> {
-    ASSUMED.with(|assumed| assumed.borrow().iter().cloned().collect())
+/// `compute`'s value and everything it assumed, for a memo entry. All of it, also what the
+/// site had assumed before: a later site that hits the entry has assumed none of it (keeping
+/// only the new phrases lost `_arch is None` for every site after the first that read it).
+fn with_assumptions<T>(compute: impl FnOnce() -> T) -> (T, Vec<String>) {
+    let before = ASSUMED.with(|assumed| std::mem::take(&mut *assumed.borrow_mut()));
+    let val = compute();
+    let made = ASSUMED.with(|assumed| {
+        let mut assumed = assumed.borrow_mut();
+        let made: Vec<String> = assumed.iter().cloned().collect();
+        assumed.extend(before);
+        made
+    });
+    (val, made)
 }
 
 /// A memo table: values by key, each with what was assumed computing it (`memoised`).
@@ -277,14 +288,9 @@ fn memoised<K: Eq + std::hash::Hash, T: Clone>(
         }
         return val.clone();
     }
-    let before = assumed_now();
     let cuts_before = cuts();
-    let val = compute();
+    let (val, assumed) = with_assumptions(compute);
     if cuts() == cuts_before {
-        let assumed: Vec<String> = assumed_now()
-            .into_iter()
-            .filter(|n| !before.contains(n))
-            .collect();
         table
             .lock()
             .expect("no poisoned lock")
@@ -511,6 +517,15 @@ impl<'a> Resolver<'a> {
             }
             Expr::Call { func, args, kwargs } => {
                 let callee = self.eval_callee(func, scope, depth);
+                // A callee that takes no arguments into its value (an external function, a
+                // free value) makes the call free without them: resolving the arguments costs
+                // flow queries over the caller's locals (a DSL kernel's `cute.arch.fma(...)`
+                // inside loops, thousands of them) and changes nothing. An unknown callee
+                // still has its arguments read, for the parameters they assume to be the
+                // device's (`checker.supports(cc)`: the gate is about `cc`).
+                if !consumes_arguments(&callee) && !matches!(callee, Val::Unknown(_)) {
+                    return self.call(callee, Vec::new(), Vec::new(), expr, depth);
+                }
                 let args: Vec<Val> = args
                     .iter()
                     .map(|a| self.eval(a, scope, depth + 1))
@@ -1116,15 +1131,11 @@ impl<'a> Resolver<'a> {
             cut();
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
-        let before = assumed_now();
         let cuts_before = cuts();
-        let val = in_frame(depth, |depth| self.global_uncached(module, name, depth));
+        let (val, assumed) =
+            with_assumptions(|| in_frame(depth, |depth| self.global_uncached(module, name, depth)));
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
         if cuts() == cuts_before {
-            let assumed: Vec<String> = assumed_now()
-                .into_iter()
-                .filter(|n| !before.contains(n))
-                .collect();
             self.globals
                 .lock()
                 .expect("no poisoned lock")
@@ -3183,6 +3194,21 @@ fn meaning_value(meaning: crate::rules::ParamMeaning) -> Val {
         ParamMeaning::CapabilityObject => Val::DevObj,
         ParamMeaning::Any => Val::DevAny,
     }
+}
+
+/// Whether `Resolver::call` reads a call's arguments for this callee; for any other callee the
+/// call's value is the callee's own (`Unknown`) or the call's text (`Free`).
+fn consumes_arguments(callee: &Val) -> bool {
+    matches!(
+        callee,
+        Val::Func(_)
+            | Val::Partial(..)
+            | Val::Builtin(_)
+            | Val::Method(..)
+            | Val::NamedTuple
+            | Val::Class(_)
+            | Val::BoundMethod(..)
+    )
 }
 
 #[cfg(test)]
