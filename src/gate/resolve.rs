@@ -550,6 +550,12 @@ impl<'a> Resolver<'a> {
             }
             Expr::Subscript(value, index) => {
                 let value = self.eval_callee(value, scope, depth);
+                // Only a device value, a sequence or a choice is read by its index; anything
+                // else indexes to itself or to free text (`w_cache[r0 + 1]` in a DSL kernel's
+                // loop), whatever the index is: not resolved.
+                if !indexed_by_value(&value) {
+                    return subscript(value, Val::Free(String::new()), expr);
+                }
                 let index = self.eval(index, scope, depth + 1);
                 subscript(value, index, expr)
             }
@@ -2466,6 +2472,14 @@ fn named_tuple(args: Vec<Val>, kwargs: Vec<(String, Val)>) -> Val {
     let mut items = args;
     items.extend(kwargs.into_iter().map(|(_, v)| v));
     Val::Seq(items)
+}
+
+/// Whether `subscript`'s answer for this value depends on the index.
+fn indexed_by_value(value: &Val) -> bool {
+    matches!(
+        value,
+        Val::Dev(_) | Val::DevObj | Val::DevAny | Val::Choice(_) | Val::Seq(_)
+    )
 }
 
 fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
