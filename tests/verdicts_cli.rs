@@ -466,6 +466,11 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         .collect();
     verdicts.sort();
     let expected = [
+        ("sglang/srt/layers/backends.py", 17, "wall"),
+        ("sglang/srt/layers/backends.py", 18, "open"),
+        ("sglang/srt/layers/backends.py", 20, "wall"),
+        ("sglang/srt/layers/backends.py", 26, "unverified"),
+        ("sglang/srt/layers/backends.py", 27, "open"),
         ("sglang/srt/layers/checks.py", 15, "wall"),
         ("sglang/srt/layers/checks.py", 25, "unverified"),
         ("sglang/srt/layers/fusion.py", 11, "wall"),
@@ -526,6 +531,29 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
     let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/fusion.py", 11);
     assert!(
         evidence.contains(&"sets global sglang.srt.layers.fusion._use_mnnvl".to_string()),
+        "{evidence:?}"
+    );
+
+    // A flag read by a check that raises for one backend only (`backend == "mnnvl" and not
+    // eligible`): the code after it runs on every GPU for the other backends, so it is not
+    // what the gate decides; the branch that reads the flag again is, and the condition
+    // around that read (a gate because `eligible` is) is the flag's own test, not another
+    // gate that blocks the path.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/backends.py", 17);
+    assert!(
+        evidence.contains(
+            &"sglang/srt/layers/backends.py:17 stores it in the local eligible -> sglang/srt/layers/backends.py:20 its branch runs when it holds"
+                .to_string()
+        ) && !evidence.iter().any(|e| e.contains("returns early unless it holds")
+            || e.starts_with("a path not taken")),
+        "{evidence:?}"
+    );
+    // Read only by such a check: no verdict, and the stop says why.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/backends.py", 26);
+    assert!(
+        evidence.iter().any(|e| e.contains(
+            "sglang/srt/layers/backends.py:27 branches on it only together with conditions that are no gate"
+        )) && evidence.contains(&"stop: not-decided".to_string()),
         "{evidence:?}"
     );
 

@@ -35,6 +35,10 @@ pub struct Guard {
     pub gate: usize,
     /// The path runs where the gate does *not* hold (`and not _is_sm100`).
     pub negated: bool,
+    /// The gate is a condition around the flag's own read (`eligible and backend != "x"` is a
+    /// gate because `eligible` is): it fails wherever the flag does, so it says something of
+    /// its own only at a target where the flag lets the path run.
+    pub holds_read: bool,
 }
 
 /// What reading a flag leads to.
@@ -291,14 +295,34 @@ impl Reader<'_> {
         let src = &place.parsed.src;
         let mut node = start;
         let mut positive = positive;
+        // The read as a literal (the flag, or its negation once `positive` flips) against the
+        // expression reached so far: whether the literal implies it, and whether it implies
+        // the literal. Joined by `and` with a condition that is no gate (`backend == "x"`),
+        // the literal no longer implies the whole; by `or`, the whole no longer implies it.
+        let mut implies = true;
+        let mut implied = true;
         let line = |n: Node| n.start_position().row + 1;
         loop {
             let Some(parent) = node.parent() else {
                 return;
             };
             match parent.kind() {
-                "boolean_operator" | "parenthesized_expression" => {}
-                "not_operator" => positive = !positive,
+                "parenthesized_expression" => {}
+                "boolean_operator" => {
+                    let free = (0..parent.named_child_count())
+                        .filter_map(|i| parent.named_child(i as u32))
+                        .filter(|c| c.id() != node.id())
+                        .any(|c| !self.is_gate_expression(place, c));
+                    match parent.child_by_field_name("operator").map(|o| o.kind()) {
+                        Some("and") if free => implies = false,
+                        Some("or") if free => implied = false,
+                        _ => {}
+                    }
+                }
+                "not_operator" => {
+                    positive = !positive;
+                    std::mem::swap(&mut implies, &mut implied);
+                }
                 "call" if field_is(parent, "function", node) => {}
                 // `envs.X.get()`, `envs.X.value`
                 "attribute"
@@ -360,12 +384,26 @@ impl Reader<'_> {
                 "if_statement" | "elif_clause" | "while_statement"
                     if field_is(parent, "condition", node) =>
                 {
-                    self.branch(place, parent, node, start, positive, out);
+                    let read = Read {
+                        node: start,
+                        positive,
+                        decides: if positive { implied } else { implies },
+                    };
+                    self.branch(place, parent, node, read, out);
                     return;
                 }
                 "conditional_expression"
                     if parent.named_child(1).map(|c| c.id()) == Some(node.id()) =>
                 {
+                    let decides = if positive { implied } else { implies };
+                    if !decides {
+                        out.push(Hop::Stop(format!(
+                            "{}:{} picks a value on it only together with conditions that are no gate; that value is picked where the gate does not hold as well",
+                            place.path,
+                            line(parent)
+                        )));
+                        return;
+                    }
                     let Some(picked) = parent.named_child(if positive { 0 } else { 2 }) else {
                         return;
                     };
@@ -489,12 +527,27 @@ impl Reader<'_> {
         place: &Place,
         statement: Node,
         condition: Node,
-        read: Node,
-        positive: bool,
+        read: Read,
         out: &mut Vec<Hop>,
     ) {
+        let Read {
+            node: read,
+            positive,
+            decides,
+        } = read;
         let src = &place.parsed.src;
         let line = statement.start_position().row + 1;
+        // `if backend == "x" and not flag: raise`: the code after (or the else branch) runs
+        // where the flag holds, but also wherever `backend != "x"`, gate or no gate; `if flag
+        // or forced:` runs its branch wherever `forced` holds. Neither is what the gate
+        // decides. The search goes on at the flag's other reads.
+        if !decides {
+            out.push(Hop::Stop(format!(
+                "{}:{line} branches on it only together with conditions that are no gate; that code runs where the gate does not hold as well",
+                place.path
+            )));
+            return;
+        }
         let consequence = statement
             .child_by_field_name("consequence")
             .or_else(|| statement.child_by_field_name("body"));
@@ -719,6 +772,7 @@ impl Reader<'_> {
             if except.is_some_and(|e| e.start_byte() <= start && end <= e.end_byte()) {
                 continue;
             }
+            let holds_read = except.is_some_and(|e| start <= e.start_byte() && e.end_byte() <= end);
             let Some(mut node) = condition.descendant_for_byte_range(start, end) else {
                 continue;
             };
@@ -732,10 +786,32 @@ impl Reader<'_> {
                 guards.push(Guard {
                     gate: index,
                     negated,
+                    holds_read,
                 });
             }
         }
         guards
+    }
+
+    /// Whether `node`, under `not`s and parentheses, is a gate of the scan: a test whose
+    /// value the device decides, as opposed to a configuration (`backend == "x"`).
+    fn is_gate_expression(&self, place: &Place, node: Node) -> bool {
+        let mut node = node;
+        while matches!(node.kind(), "not_operator" | "parenthesized_expression") {
+            let inner = match node.kind() {
+                "not_operator" => node.child_by_field_name("argument"),
+                _ => node.named_child(0),
+            };
+            let Some(inner) = inner else { break };
+            node = inner;
+        }
+        let Some(indices) = self.gates_by_file.get(place.path) else {
+            return false;
+        };
+        indices.iter().any(|&index| {
+            gate_bytes(&place.parsed.src, &self.gates[index])
+                .is_some_and(|(start, end)| start == node.start_byte() && end == node.end_byte())
+        })
     }
 
     /// The gates of the `if` statements whose branch holds `node`.
@@ -874,6 +950,18 @@ fn enclosing_call(node: Node) -> Option<Node> {
     };
     let call = list.parent()?;
     (list.kind() == "argument_list" && call.kind() == "call").then_some(call)
+}
+
+/// A read of a flag where it reaches the condition of a branch.
+#[derive(Clone, Copy)]
+struct Read<'t> {
+    node: Node<'t>,
+    /// The condition holds when the flag does (`false`: when it does not).
+    positive: bool,
+    /// The branch the read picks runs only where the flag holds, whatever else the
+    /// condition tests: `if flag and x:` (its branch) and `if not flag or x: raise` (the code
+    /// after), not `if flag or x:` nor `if x and not flag: raise`.
+    decides: bool,
 }
 
 /// Whether `node` is joined to `root` through `and`, parentheses and `not` only; `Some(true)`

@@ -221,7 +221,8 @@ fn reached_or_unverified(
     ) {
         return kind;
     }
-    let Some((outer, negated)) = first_blocking(&link.reached_under, target, cuda, gates) else {
+    let Some((outer, negated)) = first_blocking(&link.reached_under, true, target, cuda, gates)
+    else {
         return kind;
     };
     evidence.push(format!(
@@ -236,32 +237,39 @@ fn reached_or_unverified(
     VerdictKind::Unverified
 }
 
-/// The first guard that blocks the target, and the gate it is.
+/// The first guard that blocks the target, and the gate it is. `path_runs`: the judged gate
+/// lets the path run at the target; where it does not, a guard around the flag's own read
+/// blocks because the flag does, and says nothing of its own.
 fn first_blocking<'g>(
     guards: &[Guard],
+    path_runs: bool,
     target: Arch,
     cuda: Option<&CudaVersion>,
     gates: &'g [Gate],
 ) -> Option<(&'g Gate, bool)> {
-    guards.iter().find_map(|guard| {
-        let gate = &gates[guard.gate];
-        let blocks = match evaluate(&gate.predicate, target.plain(), cuda) {
-            Admits::Yes => guard.negated,
-            Admits::No => !guard.negated,
-            Admits::Unknown(_) => false,
-        };
-        blocks.then_some((gate, guard.negated))
-    })
+    guards
+        .iter()
+        .filter(|g| path_runs || !g.holds_read)
+        .find_map(|guard| {
+            let gate = &gates[guard.gate];
+            let blocks = match evaluate(&gate.predicate, target.plain(), cuda) {
+                Admits::Yes => guard.negated,
+                Admits::No => !guard.negated,
+                Admits::Unknown(_) => false,
+            };
+            blocks.then_some((gate, guard.negated))
+        })
 }
 
 /// The first other gate on a link's path that blocks the target, in words.
 fn blocking_guard(
     link: &super::link::Link,
+    path_runs: bool,
     target: Arch,
     cuda: Option<&CudaVersion>,
     gates: &[Gate],
 ) -> Option<String> {
-    first_blocking(&link.guards, target, cuda, gates).map(|(gate, negated)| {
+    first_blocking(&link.guards, path_runs, target, cuda, gates).map(|(gate, negated)| {
         format!(
             "{}:{} `{}` {} it on the way to {}",
             gate.file,
@@ -484,17 +492,20 @@ fn verdict(
         }
         LinkOutcome::Linked(links) => links,
     };
+    let path_runs = matches!(admits, Admits::Yes);
     let mut blocked = Vec::new();
     let links: Vec<_> = links
         .iter()
         .filter(|l| l.applies_to(target.major))
-        .filter(|l| match blocking_guard(l, target, cuda, gates) {
-            Some(why) => {
-                blocked.push(why);
-                false
-            }
-            None => true,
-        })
+        .filter(
+            |l| match blocking_guard(l, path_runs, target, cuda, gates) {
+                Some(why) => {
+                    blocked.push(why);
+                    false
+                }
+                None => true,
+            },
+        )
         .collect();
     blocked.sort();
     blocked.dedup();

@@ -947,6 +947,7 @@ impl Linker<'_> {
                     guards.push(Guard {
                         gate: index,
                         negated: condition.negated,
+                        holds_read: false,
                     });
                 }
             }
@@ -1161,6 +1162,8 @@ pub fn stop_kind(why: &str) -> &'static str {
         "entry-point"
     } else if why.contains("passed as an argument") || why.contains("passed to") {
         "flag-passed-as-argument"
+    } else if why.contains("together with conditions that are no gate") {
+        "not-decided"
     } else if why.contains("negation") {
         "flag-negated"
     } else if why.contains("compared") {
