@@ -473,6 +473,7 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         ("sglang/srt/layers/backends.py", 27, "open"),
         ("sglang/srt/layers/checks.py", 15, "wall"),
         ("sglang/srt/layers/checks.py", 25, "unverified"),
+        ("sglang/srt/layers/checks.py", 36, "unverified"),
         ("sglang/srt/layers/fusion.py", 11, "wall"),
         ("sglang/srt/layers/fusion.py", 25, "opportunity"),
         ("sglang/srt/layers/fusion.py", 37, "wall"),
@@ -577,6 +578,17 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
     );
     assert!(
         !evidence.iter().any(|e| e.contains("mnnvl")),
+        "{evidence:?}"
+    );
+
+    // A procedure that returns nothing early (`if major != 12: return`, then tunes): its
+    // caller goes on either way, so `pin_block(x)` is no check and the kernel launched after
+    // it is not what the gate guards.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/checks.py", 36);
+    assert!(
+        evidence.iter().any(|e| e.contains(
+            "the function returns nothing where the gate fails, so its callers go on either way"
+        )) && !evidence.iter().any(|e| e.contains("mnnvl")),
         "{evidence:?}"
     );
 

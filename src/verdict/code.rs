@@ -30,6 +30,10 @@ pub struct Facts {
     pub raises: bool,
     /// The exit is an early `return` (nothing, `None` or `False`), not a `raise`.
     pub returns_early: bool,
+    /// The exit is a `return` of nothing (or `None`) and the code after it returns no value
+    /// either: the function is a procedure, so its callers go on whether or not the gate
+    /// holds, and a call of it is neither a check nor the read of a flag.
+    pub returns_nothing: bool,
     /// Calls met only under a condition of their own inside this code (an `if` arm, a
     /// conditional expression, an `except`, the right side of `and`/`or`): alternatives the
     /// code picks on some other condition, not what it always runs.
@@ -545,6 +549,7 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     // statements after it, parsed then.
     let (_, branch) = branch_of(cache.tree(src, around.clone())?, start, end)?;
     let returns_early = starts_with_falsy_return(branch, src);
+    let bare_return = returns_early && starts_with_bare_return(branch, src);
     if !(returns_early || starts_with_raise(branch)) {
         return Some(facts(branch, src));
     }
@@ -552,7 +557,61 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     let (parent, _) = branch_of(tree, start, end)?;
     let mut found = raise_guarded(parent, src)?;
     found.returns_early = returns_early;
+    found.returns_nothing = bare_return && !value_returned_after(parent, src);
     Some(found)
+}
+
+/// The branch starts with `return` or `return None`.
+fn starts_with_bare_return(branch: Node, src: &[u8]) -> bool {
+    let mut cursor = branch.walk();
+    branch
+        .named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")
+        .is_some_and(|first| {
+            first.kind() == "return_statement"
+                && first
+                    .named_child(0)
+                    .is_none_or(|v| v.kind() == "none" || text(v, src) == "None")
+        })
+}
+
+/// Whether a statement after `statement`, up to the end of its function, returns a value
+/// (other than `None`); nested definitions return for themselves.
+fn value_returned_after(statement: Node, src: &[u8]) -> bool {
+    let mut current = statement;
+    loop {
+        let mut next = current.next_named_sibling();
+        while let Some(sibling) = next {
+            if returns_a_value(sibling, src) {
+                return true;
+            }
+            next = sibling.next_named_sibling();
+        }
+        let Some(parent) = current.parent() else {
+            return false;
+        };
+        if matches!(
+            parent.kind(),
+            "function_definition" | "class_definition" | "module" | "lambda"
+        ) {
+            return false;
+        }
+        current = parent;
+    }
+}
+
+fn returns_a_value(node: Node, src: &[u8]) -> bool {
+    match node.kind() {
+        "function_definition" | "class_definition" | "lambda" | "decorated_definition" => false,
+        "return_statement" => node
+            .named_child(0)
+            .is_some_and(|v| v.kind() != "none" && text(v, src) != "None"),
+        _ => {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor)
+                .any(|child| returns_a_value(child, src))
+        }
+    }
 }
 
 /// The branch starts with `return`, `return None` or `return False`: an early exit, so the

@@ -365,8 +365,12 @@ impl Linker<'_> {
         // code after it is what the check protects; where its value is used, the function
         // did the work and the search stops (`Reader::after_exit_call`). An early `return
         // False`: the call's value is the flag, followed like a flag's reads.
+        // A procedure that returns early where the gate fails (`if not _is_sm12x(): return`,
+        // then configures): its callers go on either way, so its calls are not checks, and
+        // its value is no flag. Its own code after the exit is all the gate guards.
         if search.links.is_empty()
             && facts.raises
+            && !facts.returns_nothing
             && let Some(function) = gate.function.as_deref()
         {
             let name = function.rsplit('.').next().unwrap_or(function).to_string();
@@ -400,6 +404,13 @@ impl Linker<'_> {
                 "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend{coverage}",
                 search.calls_seen
             );
+            let why = if facts.returns_nothing {
+                format!(
+                    "{why}; the function returns nothing where the gate fails, so its callers go on either way: its calls are not followed"
+                )
+            } else {
+                why
+            };
             let stop = if search.calls_seen >= MAX_STEPS {
                 "step-budget"
             } else if search.calls_seen == 0 {

@@ -1,6 +1,6 @@
-"""Functions that raise where the gate holds (written for gatefix's flag-flow tests). A check
-called as a statement guards the code after its call; a function that raises and then does
-the work itself guards its own code, not what its caller runs next with the result."""
+"""Exits where the gate holds (gatefix's flag-flow tests). A check called as a statement guards
+the code after its call; a function that raises, then does the work, or a procedure that returns
+nothing early guards only its own code, not what its caller runs next."""
 
 import torch
 
@@ -30,3 +30,14 @@ def fp8_attention(q):
 def attention_then_fusion(q):
     out = fp8_attention(q)
     return mnnvl_launch(out)
+
+
+def pin_block(x):
+    if torch.cuda.get_device_capability()[0] != 12:
+        return
+    x.tune()
+
+
+def tuned_fusion(x):
+    pin_block(x)
+    return mnnvl_launch(x)
