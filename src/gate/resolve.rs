@@ -1905,13 +1905,20 @@ impl<'a> Resolver<'a> {
             ("cuda".to_string(), Val::Cuda { numeric: true }),
             ("version".to_string(), Val::Builtin(Builtin::Version)),
         ]);
+        // The rule's own words are not shadowed by a parameter of the same name: in
+        // `version_at_least(version, base_version)` the rule's `version(arg0)` is the
+        // conversion, and the argument is `arg0`.
         for (i, arg) in args.iter().enumerate() {
             bound.insert(format!("arg{i}"), arg.clone());
             if let Some(param) = params.get(i) {
-                bound.insert(param.name.clone(), arg.clone());
+                bound
+                    .entry(param.name.clone())
+                    .or_insert_with(|| arg.clone());
             }
         }
-        bound.extend(kwargs);
+        for (name, value) in kwargs {
+            bound.entry(name).or_insert(value);
+        }
         let empty = std::sync::Arc::new(ModuleIr::default());
         let scope = Scope {
             module: &empty,
@@ -2379,6 +2386,24 @@ fn known_external(qualified: &str) -> Option<Builtin> {
 }
 
 fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
+    // A conversion of a guarded choice converts each arm (`version("12.9" if minor >= 1 else
+    // "12.8")`).
+    if matches!(
+        builtin,
+        Builtin::Tuple | Builtin::List | Builtin::Set | Builtin::Version | Builtin::Int
+    ) && let [Val::Choice(arms)] = args.as_slice()
+    {
+        return choice(
+            arms.iter()
+                .map(|(guard, arm)| {
+                    (
+                        guard.clone(),
+                        call_builtin(builtin.clone(), vec![arm.clone()], expr),
+                    )
+                })
+                .collect(),
+        );
+    }
     let mut args = args.into_iter();
     let first = args.next();
     match builtin {
