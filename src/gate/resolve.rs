@@ -2377,6 +2377,21 @@ fn python_builtin(name: &str) -> Option<Builtin> {
     })
 }
 
+/// Whether `Resolver::call` reads a call's arguments for this callee; for any other callee the
+/// call's value is the callee's own (`Unknown`) or the call's text (`Free`).
+fn consumes_arguments(callee: &Val) -> bool {
+    matches!(
+        callee,
+        Val::Func(_)
+            | Val::Partial(..)
+            | Val::Builtin(_)
+            | Val::Method(..)
+            | Val::NamedTuple
+            | Val::Class(_)
+            | Val::BoundMethod(..)
+    )
+}
+
 fn known_external(qualified: &str) -> Option<Builtin> {
     Some(match qualified {
         "functools.lru_cache" | "functools.cache" => Builtin::Cache,
@@ -3235,24 +3250,35 @@ fn meaning_value(meaning: crate::rules::ParamMeaning) -> Val {
     }
 }
 
-/// Whether `Resolver::call` reads a call's arguments for this callee; for any other callee the
-/// call's value is the callee's own (`Unknown`) or the call's text (`Free`).
-fn consumes_arguments(callee: &Val) -> bool {
-    matches!(
-        callee,
-        Val::Func(_)
-            | Val::Partial(..)
-            | Val::Builtin(_)
-            | Val::Method(..)
-            | Val::NamedTuple
-            | Val::Class(_)
-            | Val::BoundMethod(..)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conversion_of_a_choice_converts_each_arm() {
+        let minor = |op, n| {
+            Pred::Atom(
+                Atom::Dev {
+                    var: DevVar::Minor,
+                    op,
+                    rhs: Rhs::Int(n),
+                },
+                Form::CapabilityCompare,
+            )
+        };
+        // `version("12.9" if minor >= 1 else torch.version.cuda)`: each arm converted.
+        let picked = Val::Choice(vec![
+            (minor(CmpOp::Ge, 1), Val::Str("12.9".into())),
+            (minor(CmpOp::Lt, 1), Val::Cuda { numeric: false }),
+        ]);
+        assert_eq!(
+            call_builtin(Builtin::Version, vec![picked], &Expr::Slice),
+            Val::Choice(vec![
+                (minor(CmpOp::Ge, 1), Val::Str("12.9".into())),
+                (minor(CmpOp::Lt, 1), Val::Cuda { numeric: true }),
+            ])
+        );
+    }
 
     fn major_ge(n: i64) -> Pred {
         Pred::atom(

@@ -212,6 +212,14 @@ impl Parsed {
         Some(start + offset)
     }
 
+    /// The bytes a gate spans.
+    pub fn gate_bytes(&self, gate: &Gate) -> Option<(usize, usize)> {
+        Some((
+            self.byte_of(gate.line, gate.column)?,
+            self.byte_of(gate.end_line, gate.end_column)?,
+        ))
+    }
+
     /// Local name → (module, member), read from the import statements the first time it is
     /// needed: most gate files only need their gated branch.
     pub fn imports(&self) -> &HashMap<String, (String, Option<String>)> {
@@ -505,28 +513,6 @@ pub struct FileCache {
 }
 
 impl FileCache {
-    /// The bytes a gate spans.
-    pub(super) fn gate_bytes(&mut self, src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
-        Some((
-            self.byte_of(src, gate.line, gate.column)?,
-            self.byte_of(src, gate.end_line, gate.end_column)?,
-        ))
-    }
-
-    /// The byte offset of a 1-based line and character column.
-    fn byte_of(&mut self, src: &[u8], line: u32, column: u32) -> Option<usize> {
-        let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
-        let start = *starts.get((line as usize).checked_sub(1)?)?;
-        let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
-        let line_text = String::from_utf8_lossy(&src[start..line_end]);
-        let offset: usize = line_text
-            .chars()
-            .take(column.saturating_sub(1) as usize)
-            .map(char::len_utf8)
-            .sum();
-        Some(start + offset)
-    }
-
     /// The syntax tree of these ranges of the file, parsed the first time they are asked for.
     pub(super) fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
         let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
@@ -542,8 +528,7 @@ impl FileCache {
 /// code elsewhere and give `None`.
 pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
-    let start = cache.byte_of(src, gate.line, gate.column)?;
-    let end = cache.byte_of(src, gate.end_line, gate.end_column)?;
+    let (start, end) = parsed.gate_bytes(gate)?;
     let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
     // Most branches are read from the statement alone; only an error exit needs the
     // statements after it, parsed then.
@@ -561,18 +546,23 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     Some(found)
 }
 
+/// The value the branch's first statement returns: `None` when it is no `return`,
+/// `Some(None)` for a bare `return`.
+fn first_return(branch: Node) -> Option<Option<Node>> {
+    let mut cursor = branch.walk();
+    let first = branch
+        .named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")?;
+    (first.kind() == "return_statement").then(|| first.named_child(0))
+}
+
+fn is_none(value: Node, src: &[u8]) -> bool {
+    value.kind() == "none" || text(value, src) == "None"
+}
+
 /// The branch starts with `return` or `return None`.
 fn starts_with_bare_return(branch: Node, src: &[u8]) -> bool {
-    let mut cursor = branch.walk();
-    branch
-        .named_children(&mut cursor)
-        .find(|n| n.kind() != "comment")
-        .is_some_and(|first| {
-            first.kind() == "return_statement"
-                && first
-                    .named_child(0)
-                    .is_none_or(|v| v.kind() == "none" || text(v, src) == "None")
-        })
+    first_return(branch).is_some_and(|value| value.is_none_or(|v| is_none(v, src)))
 }
 
 /// Whether a statement after `statement`, up to the end of its function, returns a value
@@ -603,9 +593,7 @@ fn value_returned_after(statement: Node, src: &[u8]) -> bool {
 fn returns_a_value(node: Node, src: &[u8]) -> bool {
     match node.kind() {
         "function_definition" | "class_definition" | "lambda" | "decorated_definition" => false,
-        "return_statement" => node
-            .named_child(0)
-            .is_some_and(|v| v.kind() != "none" && text(v, src) != "None"),
+        "return_statement" => node.named_child(0).is_some_and(|v| !is_none(v, src)),
         _ => {
             let mut cursor = node.walk();
             node.named_children(&mut cursor)
@@ -618,20 +606,8 @@ fn returns_a_value(node: Node, src: &[u8]) -> bool {
 /// code after it runs only where the condition does not hold (`if cap not in (...): return
 /// False` in a support check).
 fn starts_with_falsy_return(branch: Node, src: &[u8]) -> bool {
-    let mut cursor = branch.walk();
-    let Some(first) = branch
-        .named_children(&mut cursor)
-        .find(|n| n.kind() != "comment")
-    else {
-        return false;
-    };
-    if first.kind() != "return_statement" {
-        return false;
-    }
-    match first.named_child(0) {
-        None => true,
-        Some(value) => matches!(value.kind(), "none" | "false") || text(value, src) == "None",
-    }
+    first_return(branch)
+        .is_some_and(|value| value.is_none_or(|v| v.kind() == "false" || is_none(v, src)))
 }
 
 /// The code after a gated branch that falls through (it neither returns, raises, breaks nor
@@ -640,8 +616,7 @@ fn starts_with_falsy_return(branch: Node, src: &[u8]) -> bool {
 /// to the function, are what the gate really decides. Nested branches there are alternatives.
 pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
-    let start = cache.byte_of(src, gate.line, gate.column)?;
-    let end = cache.byte_of(src, gate.end_line, gate.end_column)?;
+    let (start, end) = parsed.gate_bytes(gate)?;
     let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
     let tree = cache.tree(src, [around, after].concat())?;
     let (parent, branch) = branch_of(tree, start, end)?;

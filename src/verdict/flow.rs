@@ -763,7 +763,7 @@ impl Reader<'_> {
             if gate.line < first || gate.line > last {
                 continue;
             }
-            let Some((start, end)) = gate_bytes(&place.parsed.src, gate) else {
+            let Some((start, end)) = place.parsed.gate_bytes(gate) else {
                 continue;
             };
             if start < condition.start_byte() || end > condition.end_byte() {
@@ -809,7 +809,9 @@ impl Reader<'_> {
             return false;
         };
         indices.iter().any(|&index| {
-            gate_bytes(&place.parsed.src, &self.gates[index])
+            place
+                .parsed
+                .gate_bytes(&self.gates[index])
                 .is_some_and(|(start, end)| start == node.start_byte() && end == node.end_byte())
         })
     }
@@ -985,26 +987,4 @@ fn conjunct_polarity(node: Node, root: Node) -> Option<bool> {
         current = parent;
     }
     Some(negated)
-}
-
-/// The byte range of a gate (1-based line and character column) in its file.
-fn gate_bytes(src: &[u8], gate: &Gate) -> Option<(usize, usize)> {
-    let at = |line: u32, column: u32| -> Option<usize> {
-        let mut start = 0usize;
-        for _ in 1..line {
-            start += memchr::memchr(b'\n', &src[start..])? + 1;
-        }
-        let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
-        let line_text = String::from_utf8_lossy(&src[start..line_end]);
-        let offset: usize = line_text
-            .chars()
-            .take(column.saturating_sub(1) as usize)
-            .map(char::len_utf8)
-            .sum();
-        Some(start + offset)
-    };
-    Some((
-        at(gate.line, gate.column)?,
-        at(gate.end_line, gate.end_column)?,
-    ))
 }

@@ -210,7 +210,7 @@ impl Linker<'_> {
         let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache);
         let reached_under = parsed
             .and_then(|p| {
-                let (start, end) = cache.gate_bytes(&p.src, gate)?;
+                let (start, end) = p.gate_bytes(gate)?;
                 Some(
                     self.reader()
                         .guards_around(p, &gate.file, start, end, cache),
@@ -364,21 +364,21 @@ impl Linker<'_> {
         // the kernels only when it passes. A raise: where a call stands as a statement, the
         // code after it is what the check protects; where its value is used, the function
         // did the work and the search stops (`Reader::after_exit_call`). An early `return
-        // False`: the call's value is the flag, followed like a flag's reads.
-        // A procedure that returns early where the gate fails (`if not _is_sm12x(): return`,
-        // then configures): its callers go on either way, so its calls are not checks, and
-        // its value is no flag. Its own code after the exit is all the gate guards.
+        // False`: the call's value is the flag, followed like a flag's reads. Not a procedure
+        // that returns nothing early (`if not _is_sm12x(): return`, then configures): its
+        // callers go on either way and its value is no flag, so its own code after the exit
+        // is all the gate guards.
         if search.links.is_empty()
             && facts.raises
             && !facts.returns_nothing
             && let Some(function) = gate.function.as_deref()
         {
-            let name = function.rsplit('.').next().unwrap_or(function).to_string();
+            let name = function.rsplit('.').next().unwrap_or(function);
             seeds.push((
                 if facts.returns_early {
-                    FlagKey::Func(name.clone())
+                    FlagKey::Func(name.to_string())
                 } else {
-                    FlagKey::Exit(name.clone())
+                    FlagKey::Exit(name.to_string())
                 },
                 vec![format!(
                     "{}:{} {name}() passes only where the gate does not hold",
@@ -445,7 +445,7 @@ impl Linker<'_> {
                 Vec::new(),
             );
         }
-        let Some((start, end)) = cache.gate_bytes(&parsed.src, gate) else {
+        let Some((start, end)) = parsed.gate_bytes(gate) else {
             return not_linked(
                 format!("{} could not be read back", gate.file),
                 "no-branch",
@@ -951,10 +951,7 @@ impl Linker<'_> {
             let test = trim((condition.start, condition.end));
             for &index in indices {
                 let gate = &self.gates[index];
-                let span = parsed
-                    .byte_of(gate.line, gate.column)
-                    .zip(parsed.byte_of(gate.end_line, gate.end_column));
-                if span.map(trim) == Some(test) {
+                if parsed.gate_bytes(gate).map(trim) == Some(test) {
                     guards.push(Guard {
                         gate: index,
                         negated: condition.negated,
@@ -993,9 +990,6 @@ impl Linker<'_> {
         })
     }
 
-    /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
-    /// kept in a variable), by the definitions of its last name in the site: the one in this
-    /// file for `self.`/`cls.`/`super().`, or the only one in the site (or in one file).
     /// Whether a dotted call's receiver is a module imported from outside the site
     /// (`torch.bincount`, `np.cumsum`, `nn.functional.pad` after `from torch import nn`):
     /// its function is that module's, so a def of the same name in the site is not it.
@@ -1020,6 +1014,9 @@ impl Linker<'_> {
         !on_site
     }
 
+    /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
+    /// kept in a variable), by the definitions of its last name in the site: the one in this
+    /// file for `self.`/`cls.`/`super().`, or the only one in the site (or in one file).
     fn resolve_by_name(&self, parsed: &Parsed, call: &str) -> Option<Callee> {
         let name = call.rsplit('.').next()?;
         if name.is_empty() || name.starts_with("__") {
