@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GATEFIX_WHEELS="${GATEFIX_WHEELS:-$HOME/.cache/gatefix/wheels}"
-real_suites=(real_wheels real_apply real_kernels real_verdicts ship_cli survey)
+real_suites=(real_wheels real_apply real_kernels real_verdicts ship_cli survey syntax_tree)
 
 case "${1:-}" in
 check)

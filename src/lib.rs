@@ -18,4 +18,5 @@ pub mod report;
 pub mod rules;
 pub mod scan;
 pub mod site;
+pub mod syntax;
 pub mod verdict;

@@ -1,0 +1,253 @@
+use super::*;
+
+/// The same outline of tree-sitter-python's tree, or `None` where it found an error.
+pub(crate) fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
+    fn walk(cursor: &mut tree_sitter::TreeCursor, depth: usize, out: &mut Vec<String>) {
+        let node = cursor.node();
+        if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
+            return;
+        }
+        out.push(format!(
+            "{}{}{} {} {}..{}",
+            " ".repeat(depth),
+            if node.is_named() { "" } else { "'" },
+            node.kind(),
+            cursor.field_name().unwrap_or(""),
+            node.start_byte(),
+            node.end_byte()
+        ));
+        if node.kind() == "format_specifier" {
+            return;
+        }
+        if cursor.goto_first_child() {
+            loop {
+                walk(cursor, depth + 1, out);
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+            cursor.goto_parent();
+        }
+    }
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
+    let tree = parser.parse(src, None)?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let mut out = Vec::new();
+    walk(&mut tree.walk(), 0, &mut out);
+    Some(out)
+}
+
+fn assert_same_as_tree_sitter(src: &str) {
+    let theirs = tree_sitter_outline(src.as_bytes()).expect("tree-sitter parses the sample");
+    let ours = outline(&parse(src.as_bytes()));
+    if theirs != ours {
+        let at = theirs
+            .iter()
+            .zip(&ours)
+            .position(|(a, b)| a != b)
+            .unwrap_or(theirs.len().min(ours.len()));
+        let from = at.saturating_sub(5);
+        panic!(
+            "differs at line {at}\ntree-sitter:\n{}\nthis tree:\n{}",
+            theirs[from..(at + 5).min(theirs.len())].join("\n"),
+            ours[from..(at + 5).min(ours.len())].join("\n")
+        );
+    }
+}
+
+#[test]
+fn statements_and_expressions_have_tree_sitters_shape() {
+    assert_same_as_tree_sitter(
+        r#"import a.b as c, d
+from .x import (y as z, w)
+from . import q
+from __future__ import annotations
+@d(e=1)  # why
+class K(B, metaclass=M):
+    def f(self, p: int = 3, /, *a, q=1, **k) -> None:
+        '''doc'''
+        if p > 2 and not q and r: return x.y[1:2]
+        elif p not in (1, 2): pass
+        else:
+            r = lambda t, *u: t if t else -1
+        for i, j in range(3), 4: print(f"{i!r:>3} {j} {{x}}")
+        try:
+            pass
+        except E as e:
+            raise X from e
+        except (A, B):
+            pass
+        else:
+            pass
+        finally:
+            del r, s
+        with o as v, (p) as (w, z): yield {1: 2, **w}
+        with (open(a) as f, open(b) as g,):
+            pass
+        with (a if b else c):
+            pass
+        return [i async for i in g() if i]
+        # the end of f
+    # the end of K's body
+x = (1,
+ # c
+ 2)
+a, *b = c = d, e
+(self.x) = 1
+x += 1
+y: int = 3
+f((x))
+f(x for x in y)
+a[1, 2]
+a[b][::2]
+(yield)
+global g
+assert a, "m"
+while not a: break
+else: pass
+x = a if b else c
+w = (n := 3)
+s = "a" "b" f"c{d}" 'e\n' b"f"
+t = -x ** ~y
+u = a is not b
+v = {k: v for k, v in z}
+v2 = {1, 2}
+print(*a, **k)
+lambda: 0
+"#,
+    );
+}
+
+#[test]
+fn annotations_are_types_as_tree_sitter_reads_them() {
+    // `Name[...]` opens a generic type; a union after one continues as types, a union after
+    // anything else stays an expression.
+    assert_same_as_tree_sitter(
+        r#"def f(a: List[int], b: Optional["X"] = None, c: int | None = 1, d: Dict[str, Tuple[int, ...]] = {}, e: a.B[int] = 0, g: Callable[[int], str] = 0) -> list[int]:
+    x: tuple[int | None, ...] | int | None = 1
+    y: Sequence[str] | frozenset[str] | None = None
+    z: int | List[int] = 0
+"#,
+    );
+}
+
+#[test]
+fn a_star_binds_as_tree_sitter_binds_it() {
+    // In a one-item list and a tuple without parentheses, tree-sitter reads `*a.b` as
+    // `(*a).b`; elsewhere as `*(a.b)`.
+    assert_same_as_tree_sitter(
+        "x = [*a.b]\nx = [1, *a.b]\nx = *a.b, 1\nx = 1, *a[0]\nx = [*a.b, 1]\nf([*a.b()])\nx = (*a.b, 1)\n",
+    );
+}
+
+#[test]
+fn a_block_ends_past_the_comments_indented_into_it() {
+    assert_same_as_tree_sitter(
+        "def f():\n    if a:\n        return 1  # one\n    # back at f's level\n        # deeper\n# at the top\nx = 1\n",
+    );
+}
+
+#[test]
+fn match_statements_keep_their_patterns() {
+    assert_same_as_tree_sitter(
+        "match s:\n    case [1, *r] if r: pass\n    case {\"k\": v}: pass\n    case P(a=1) | None: pass\n    case x.y.z: pass\n    case _: pass\n",
+    );
+}
+
+#[test]
+fn every_fixture_file_has_tree_sitters_shape() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut compared = 0;
+    let mut differing = Vec::new();
+    for entry in walkdir::WalkDir::new(&root).into_iter().flatten() {
+        if entry.path().extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let src = std::fs::read(entry.path()).unwrap();
+        let Some(theirs) = tree_sitter_outline(&src) else {
+            continue;
+        };
+        compared += 1;
+        if outline(&parse(&src)) != theirs {
+            differing.push(entry.path().display().to_string());
+        }
+    }
+    assert!(compared > 100, "{compared} fixture files");
+    assert!(differing.is_empty(), "{differing:#?}");
+}
+
+#[test]
+fn parts_of_a_file_keep_the_files_offsets_and_rows() {
+    let src = b"import os\n\ndef f():\n    x = 1\n    return x\n\ny = f()\n";
+    let def = src.windows(3).position(|w| w == b"def").unwrap();
+    let ret = src.windows(6).position(|w| w == b"return").unwrap();
+    let ret_end = ret + "return x".len();
+    let tree = parse_ranges(src, &[(def, def + "def f():".len()), (ret, ret_end)]);
+    assert!(tree.errors().is_empty(), "{:?}", tree.errors());
+    let root = tree.root_node();
+    let names: Vec<&str> = root
+        .named_children(&mut root.walk())
+        .map(|n| n.kind())
+        .collect();
+    assert_eq!(names, ["function_definition"]);
+    let function = root.named_child(0).unwrap();
+    let body = function.field(F::Body).unwrap();
+    let statement = body.named_child(0).unwrap();
+    assert_eq!(statement.kind(), "return_statement");
+    assert_eq!(statement.byte_range(), ret..ret_end);
+    assert_eq!(statement.start_position(), Point { row: 4, column: 4 });
+    assert_eq!(
+        root.descendant_for_byte_range(ret + 7, ret + 8)
+            .map(|n| n.kind()),
+        Some("identifier")
+    );
+}
+
+#[test]
+fn invalid_text_is_a_tree_with_errors_not_a_failure() {
+    let tree = parse(b"def f(:\n    return \xff\xfe 1\nx = 2\n");
+    assert!(!tree.errors().is_empty());
+    assert!(tree.root_node().has_error());
+    // The valid statement after the error is still there.
+    let root = tree.root_node();
+    assert!(
+        root.named_children(&mut root.walk())
+            .any(|n| n.kind() == "expression_statement")
+    );
+}
+
+#[test]
+fn nesting_past_the_limit_is_an_error_node_not_a_stack_overflow() {
+    // On a stack as big as the scan's threads have (`main.rs`): a test thread's 2 MiB is
+    // too small for ruff's parser at these depths, whatever this module does.
+    let chain = format!("x = {}\n", vec!["a"; 20_000].join(" + "));
+    let parens = format!("y = {}1{}\n", "(".repeat(5_000), ")".repeat(5_000));
+    let ands = format!("z = {}\n", vec!["a"; 5_000].join(" and "));
+    let handle = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            [chain, parens, ands].map(|src| {
+                let tree = parse(src.as_bytes());
+                let root = tree.root_node();
+                let mut stack = vec![root];
+                let mut errors = 0;
+                while let Some(node) = stack.pop() {
+                    errors += usize::from(node.is_error());
+                    stack.extend(node.children(&mut node.walk()));
+                }
+                (tree.errors().len(), errors)
+            })
+        })
+        .unwrap();
+    for (listed, nodes) in handle.join().unwrap() {
+        assert!(
+            listed >= 1 && nodes >= 1,
+            "{listed} listed, {nodes} error nodes"
+        );
+    }
+}
