@@ -22,7 +22,7 @@ use crate::gate::sites::resolve_module;
 use crate::gate::tokens::{Tokens, def_parameter_starts, prefilter_tokens, resolve_tokens};
 use crate::rules::Rules;
 use crate::site::Site;
-use tree_sitter::Tree;
+use crate::syntax::Tree;
 
 /// One gate, placed in the site.
 #[derive(Debug, Clone)]
@@ -1340,80 +1340,19 @@ fn file_warnings(
             message: NOT_UTF8.into(),
         });
     }
-    // Errors where tree-sitter-python rejects valid Python: said to be the grammar's.
-    let (gaps, real): (Vec<_>, Vec<_>) = errors
-        .iter()
-        .partition(|&&(line, _)| grammar_gap(bytes, line).is_some());
-    if let Some(&&(line, column)) = gaps.first() {
-        out.push(Warning {
-            file: name.clone(),
-            line: Some(line),
-            column: Some(column),
-            message: format!(
-                "not a syntax error in the file: tree-sitter-python rejects valid Python here ({}{}); \
-                 the grammar is at fault, and gates around it are still reported",
-                grammar_gap(bytes, line).unwrap_or_default(),
-                if gaps.len() > 1 {
-                    format!("; {} such places", gaps.len())
-                } else {
-                    String::new()
-                }
-            ),
-        });
-    }
-    if let Some(&&(line, column)) = real.first() {
+    if let Some(&(line, column)) = errors.first() {
         out.push(Warning {
             file: name,
             line: Some(line),
             column: Some(column),
             message: format!(
                 "syntax error ({} region{}); gates in the well-formed parts are still reported",
-                real.len(),
-                if real.len() == 1 { "" } else { "s" }
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
             ),
         });
     }
     out
-}
-
-/// Known gaps of tree-sitter-python 0.25 (valid Python it parses to an ERROR node). Each is
-/// recognised on the error's line and proven by parsing that statement alone twice: as
-/// written it fails, with its expression list in parentheses it parses (so the one thing
-/// wrong is the known gap, not the file). Returns what the gap is, for the warning.
-///
-/// 1. A starred item that opens with a bracket, after a comma, in an unparenthesized list:
-///    `return a, *(b)`, `x = a, *[b]`, `yield a, *((None,) * 20)` (valid since Python 3.8;
-///    vllm's `vllm_flash_attn/cute/interface.py` has one). `return a, *b` parses.
-pub fn grammar_gap(bytes: &[u8], line: u32) -> Option<&'static str> {
-    let text = bytes
-        .split(|&b| b == b'\n')
-        .nth(line.checked_sub(1)? as usize)?;
-    let text = std::str::from_utf8(text).ok()?.trim();
-    let rest = ["return ", "yield "]
-        .iter()
-        .find_map(|head| text.strip_prefix(head))
-        .or_else(|| {
-            let (target, value) = text.split_once(" = ")?;
-            let simple = target
-                .chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ',' | ' ' | '[' | ']'));
-            simple.then_some(value)
-        })?
-        .trim_end_matches(';');
-    let starred_bracket = rest.match_indices(',').any(|(i, _)| {
-        let after = rest[i + 1..].trim_start();
-        after
-            .strip_prefix('*')
-            .is_some_and(|a| a.trim_start().starts_with(['(', '[']))
-    });
-    if !starred_bracket {
-        return None;
-    }
-    let errs = |src: String| {
-        crate::gate::lower::parse(src.as_bytes()).is_none_or(|t| t.root_node().has_error())
-    };
-    (errs(format!("_ = {rest}\n")) && !errs(format!("_ = ({rest})\n")))
-        .then_some("a starred item that opens with a bracket in an unparenthesized list, as in `return a, *(b)`")
 }
 
 /// Ids hash the distribution, file, function and normalised gate text (not the line), plus
@@ -1439,39 +1378,6 @@ fn assign_ids(gates: &mut [Gate]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each known grammar gap, pinned: the statement is valid Python (checked against
-    /// CPython 3.11's `ast.parse` when these cases were found), tree-sitter-python rejects it,
-    /// and `grammar_gap` says so; look-alikes that are real errors or that parse are not gaps.
-    #[test]
-    fn known_grammar_gaps_are_recognised_and_proven() {
-        let gaps = [
-            "return a, *(b)",
-            "return dq, dk, dv, dqv, *((None,) * 20)",
-            "x = a, *[b]",
-            "x = a, *(b)",
-            "yield a, *(b)",
-            "return *((None,) * 20), a, *(c)",
-        ];
-        for statement in gaps {
-            let src = format!("def f():\n    {statement}\n");
-            let tree = crate::gate::lower::parse(src.as_bytes()).unwrap();
-            assert!(
-                tree.root_node().has_error(),
-                "tree-sitter now accepts {statement}"
-            );
-            assert!(grammar_gap(src.as_bytes(), 2).is_some(), "{statement}");
-        }
-        for not_a_gap in [
-            "return a, *(b",    // a real error
-            "return a, *b",     // parses
-            "return (a, *(b))", // parses
-            "x = a, (b",        // a real error
-        ] {
-            let src = format!("def f():\n    {not_a_gap}\n");
-            assert!(grammar_gap(src.as_bytes(), 2).is_none(), "{not_a_gap}");
-        }
-    }
 
     #[test]
     fn python_files_come_in_walkdir_sorted_order() {

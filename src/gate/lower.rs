@@ -4,14 +4,13 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 
-use tree_sitter::{Node, Tree};
+use crate::syntax::{F, Node, Tree};
 
 use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit, word_runs};
 use super::ir::*;
 use super::limits::{MAX_HELPER_BODY_BYTES, MAX_PLAIN_ASSIGN_BYTES, TOKENLESS_HELPER_BYTES};
 use super::semantic;
 use super::tokens::Tokens;
-use super::ts::{F, NodeExt};
 
 /// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
 const MAX_ARCHY_FINDERS: usize = 16;
@@ -138,8 +137,14 @@ pub fn lower_parsed<'a>(
         lowerer.add_archy_name(name.clone());
     }
     let root = tree.root_node();
-    if root.has_error() {
-        collect_errors(root, &mut lowerer.ir.parse_errors);
+    collect_errors(tree, &mut lowerer.ir.parse_errors);
+    // Nesting too deep for the tree itself (`syntax`): said as a too-deep expression is.
+    if let Some(at) = tree.too_deep() {
+        let p = tree.position(at);
+        lowerer
+            .too_deep
+            .borrow_mut()
+            .push((p.row as u32 + 1, p.column as u32 + 1));
     }
     lowerer.block(root);
     lowerer.attach_model(tree);
@@ -194,20 +199,19 @@ pub fn lower_parsed<'a>(
     ir
 }
 
-fn collect_errors(node: Node, out: &mut Vec<(u32, u32)>) {
-    if out.len() >= 20 {
-        return;
-    }
-    if node.is_error() || node.is_missing() {
-        let p = node.start_position();
-        out.push((p.row as u32 + 1, p.column as u32 + 1));
-        return;
-    }
-    if node.has_error() {
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            collect_errors(child, out);
+/// Where the parser found errors, as (line, column) from one: the first of each line, at
+/// most 20.
+fn collect_errors(tree: &Tree, out: &mut Vec<(u32, u32)>) {
+    for &at in tree.errors() {
+        let p = tree.position(at);
+        let place = (p.row as u32 + 1, p.column as u32 + 1);
+        if out.last().is_some_and(|last| last.0 == place.0) {
+            continue;
         }
+        if out.len() >= 20 {
+            break;
+        }
+        out.push(place);
     }
 }
 
@@ -2453,22 +2457,10 @@ fn parse_int(text: &str) -> Option<i64> {
     }
 }
 
-thread_local! {
-    static PARSER: std::cell::RefCell<tree_sitter::Parser> = std::cell::RefCell::new(new_parser());
-}
-
-/// A tree-sitter parser for Python.
-pub fn new_parser() -> tree_sitter::Parser {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("tree-sitter-python matches the tree-sitter ABI");
-    parser
-}
-
-/// Parses with this thread's parser.
+/// Parses a whole file (`crate::syntax`). `None` never: kept for the callers written when
+/// the parser could give up.
 pub fn parse(src: &[u8]) -> Option<Tree> {
-    PARSER.with(|parser| parser.borrow_mut().parse(src, None))
+    Some(crate::syntax::parse(src))
 }
 
 /// Whether one of `ranges` holds all of `start..end`. They are sorted and do not overlap
@@ -2479,72 +2471,9 @@ fn within_one_range(ranges: &[(usize, usize)], start: usize, end: usize) -> bool
     after > 0 && end <= ranges[after - 1].1
 }
 
-/// Parses only the given byte ranges (whole top-level statements); positions stay
-/// file-absolute.
+/// Parses only the given byte ranges (whole statements); positions stay file-absolute.
 pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
-    let mut row = 0;
-    let mut scanned = 0;
-    let point_at = |offset: usize| {
-        row += memchr::memchr_iter(b'\n', &src[scanned..offset]).count();
-        scanned = offset;
-        let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
-        tree_sitter::Point::new(row, offset - line_start)
-    };
-    parse_ranges_at(src, ranges, point_at)
-}
-
-/// `parse_ranges` with the offset of every line's start already known (`0` first): rows by
-/// bisection, where `parse_ranges` counts lines from the file's start. For callers that parse
-/// many pieces of one file (the verdicts, a piece per gate): counting from the start each
-/// time would cost the file's length per piece.
-pub fn parse_ranges_in_lines(
-    src: &[u8],
-    ranges: &[(usize, usize)],
-    line_starts: &[usize],
-) -> Option<Tree> {
-    let point_at = |offset: usize| {
-        let row = line_starts
-            .partition_point(|&start| start <= offset)
-            .saturating_sub(1);
-        let line_start = line_starts.get(row).copied().unwrap_or(0);
-        tree_sitter::Point::new(row, offset - line_start)
-    };
-    parse_ranges_at(src, ranges, point_at)
-}
-
-fn parse_ranges_at(
-    src: &[u8],
-    ranges: &[(usize, usize)],
-    mut point_at: impl FnMut(usize) -> tree_sitter::Point,
-) -> Option<Tree> {
-    // Adjacent ranges are one range to the parser (the same bytes in the same order), and
-    // tree-sitter finds the range of a position by a linear scan at every token: fewer
-    // ranges, faster lexing.
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-    for &(start, end) in ranges {
-        match merged.last_mut() {
-            Some(last) if last.1 == start => last.1 = end,
-            _ => merged.push((start, end)),
-        }
-    }
-    let mut included = Vec::with_capacity(merged.len());
-    for (start, end) in merged {
-        let start_point = point_at(start);
-        let end_point = point_at(end);
-        included.push(tree_sitter::Range {
-            start_byte: start,
-            end_byte: end,
-            start_point,
-            end_point,
-        });
-    }
-    PARSER.with(|parser| {
-        let mut parser = parser.borrow_mut();
-        parser.set_included_ranges(&included).ok()?;
-        let tree = parser.parse(src, None);
-        let _ = parser.set_included_ranges(&[]);
-        tree
-    })
+    Some(crate::syntax::parse_ranges(src, ranges))
 }
 
 /// Lowers one Python expression given as text (rule `admits` fields).

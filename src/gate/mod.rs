@@ -12,4 +12,3 @@ pub mod resolve;
 pub mod semantic;
 pub mod sites;
 pub mod tokens;
-pub mod ts;

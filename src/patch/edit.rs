@@ -8,7 +8,7 @@ use super::syntax::{
     StatementPattern, dedent, error_count, expression_tokens, header_tokens, is_statement, line_of,
     owned, scopes, statement_tokens, tokens,
 };
-use crate::gate::lower::parse;
+use crate::syntax::ts::parse;
 
 /// Bytes `start..end` of the old text become `text`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use super::edit::{EditState, Hit, apply_replacements, check_reparse, plan_edit};
 use super::model::{Action, Patch};
 use crate::arch::Arch;
-use crate::gate::lower::parse;
 use crate::kernel::query::{Answer, KernelIndex};
 use crate::kernel::requirement::Requirement;
 use crate::site::{Site, site_path};
+use crate::syntax::ts::parse;
 
 /// What apply will do with one patch, and why.
 #[derive(Debug, Clone)]

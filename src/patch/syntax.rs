@@ -3,8 +3,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::gate::lower::parse;
-use crate::gate::ts::NodeExt;
+use crate::syntax::ts::{NodeExt, parse};
 
 /// Kinds whose whole text is one token (their children split string contents at escapes).
 const ATOMIC_KINDS: &[&str] = &["string", "comment"];

@@ -31,13 +31,14 @@ use super::model::{Action, Anchor, AnchorTarget, Edit, FixClass, Patch, SynthInf
 use crate::arch::Arch;
 use crate::gate::index::{ModuleIndex, module_name};
 use crate::gate::ir::{Import, SharedModule};
-use crate::gate::lower::{lower_expression, parse};
+use crate::gate::lower::lower_expression;
 use crate::gate::predicate::{Admits, CudaVersion, DevVar, Pred, evaluate};
 use crate::gate::resolve::{Locals, Resolver, Scope, Val, reset_budget};
 use crate::gate::tokens::resolve_tokens;
 use crate::rules::Rules;
 use crate::scan::{Gate, LoweringMemo, ScanOptions, ScanResult, python_files, scan_overlay_with};
 use crate::site::{Site, site_path};
+use crate::syntax::ts::parse;
 
 /// The targets gatefix knows: a fix may change admission only inside the target's family.
 pub const KNOWN_TARGETS: &[(u32, u32)] = &[

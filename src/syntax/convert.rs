@@ -8,9 +8,10 @@ use ruff_text_size::{Ranged, TextRange};
 
 use super::tree::{NONE, NodeData, Tree};
 
-/// Expression nesting past which the tree holds an `ERROR` node instead of the rest (the
-/// lowering reads no deeper; CPython refuses far less).
-const MAX_DEPTH: u32 = 1_000;
+/// Nesting (expressions and blocks) past which the tree holds an `ERROR` node instead of the
+/// rest: the lowering reads expressions 48 levels deep, CPython refuses 100 levels of blocks,
+/// and the walk stays within a 2 MiB stack.
+const MAX_DEPTH: u32 = 256;
 
 struct Builder<'s> {
     src: &'s str,
@@ -103,10 +104,7 @@ pub(super) fn tree(src: &str) -> Tree {
         too_deep,
         ..
     } = b;
-    let mut errors: Vec<u32> = errors;
-    if let Some(at) = too_deep {
-        errors.push(at);
-        errors.sort_unstable();
+    if too_deep.is_some() {
         // Dropping an AST this deep recurses once per level and can overflow the stack
         // (a generated `a + a + ...` of 200,000 terms does on 8 MiB); its memory is let go
         // with the process instead. Only files nested past `MAX_DEPTH` come here.
@@ -115,6 +113,7 @@ pub(super) fn tree(src: &str) -> Tree {
     Tree {
         nodes,
         errors,
+        too_deep,
         line_starts,
     }
 }
@@ -165,6 +164,18 @@ impl<'s> Builder<'s> {
                 break;
             }
             self.cursor += 1;
+            // A comment is a node of the innermost node open around it, as tree-sitter
+            // places its extras.
+            if t.kind() == TokenKind::Comment {
+                // tree-sitter's comment takes in the `\r` of a CRLF line end.
+                let te = if self.src.as_bytes().get(te as usize) == Some(&b'\r') {
+                    te + 1
+                } else {
+                    te
+                };
+                self.push("comment", None, (ts, te), true);
+                continue;
+            }
             if is_trivia(t.kind()) || is_named_token(t.kind()) {
                 continue;
             }

@@ -16,13 +16,13 @@ mod convert;
 #[cfg(test)]
 mod tests;
 mod tree;
+pub mod ts;
 
 pub use tree::{F, Node, Point, Tree, TreeCursor};
 
-/// Node kinds `outline` leaves out: comments (tree-sitter places them anywhere as extras;
-/// this tree has none), escapes inside string content, the inside of a format specifier.
+/// Node kinds `outline` leaves out: escapes inside string content (this tree does not split
+/// string content), and (in `outline`) the inside of a format specifier.
 pub const OUTLINE_LEAVES_OUT: &[&str] = &[
-    "comment",
     "escape_sequence",
     "escape_interpolation",
     "line_continuation",
@@ -74,11 +74,15 @@ pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Tree {
             kept[i] = b;
         }
     }
+    let mut last = 0;
     for &(start, end) in ranges {
         let (start, end) = (start.min(src.len()), end.min(src.len()));
         kept[start..end].copy_from_slice(&src[start..end]);
+        last = last.max(end);
     }
-    convert::tree(&as_text(kept))
+    let mut tree = convert::tree(&as_text(kept));
+    tree.end_root_at(last as u32);
+    tree
 }
 
 /// Text with every byte that is not part of valid UTF-8 replaced by `?`.

@@ -240,14 +240,15 @@ fn nesting_past_the_limit_is_an_error_node_not_a_stack_overflow() {
                     errors += usize::from(node.is_error());
                     stack.extend(node.children(&mut node.walk()));
                 }
-                (tree.errors().len(), errors)
+                (tree.errors().is_empty(), tree.too_deep().is_some(), errors)
             })
         })
         .unwrap();
-    for (listed, nodes) in handle.join().unwrap() {
-        assert!(
-            listed >= 1 && nodes >= 1,
-            "{listed} listed, {nodes} error nodes"
-        );
+    let [chain, parens, ands] = handle.join().unwrap();
+    // The chains are valid Python: the cut is marked and said, and is no syntax error.
+    for (valid, cut, nodes) in [chain, ands] {
+        assert!(valid && cut && nodes >= 1, "{valid} {cut} {nodes}");
     }
+    // CPython refuses 5,000 nested parentheses; the tree is cut either way.
+    assert!(parens.1 && parens.2 >= 1, "{parens:?}");
 }

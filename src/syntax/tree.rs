@@ -24,6 +24,8 @@ pub struct Tree {
     pub(super) nodes: Vec<NodeData>,
     /// Where the parser found the text invalid (byte offsets), first first.
     pub(super) errors: Vec<u32>,
+    /// Where the first construct nested too deep to lay out starts (an `ERROR` node there).
+    pub(super) too_deep: Option<u32>,
     /// The offset of every line's start, `0` first.
     pub(super) line_starts: Vec<u32>,
 }
@@ -63,9 +65,11 @@ impl std::fmt::Debug for Node<'_> {
 }
 
 /// What `Node::walk` hands out: iteration over children needs none here, but the calls keep
-/// tree-sitter's form (`node.named_children(&mut node.walk())`).
+/// tree-sitter's form (`node.named_children(&mut node.walk())`). As tree-sitter's, the cursor
+/// stays inside the node it was made from: at that node it has no parent and no sibling.
 pub struct TreeCursor<'t> {
     node: Node<'t>,
+    root: u32,
 }
 
 impl<'t> TreeCursor<'t> {
@@ -84,6 +88,9 @@ impl<'t> TreeCursor<'t> {
     }
 
     pub fn goto_next_sibling(&mut self) -> bool {
+        if self.node.id == self.root {
+            return false;
+        }
         match self.node.next_sibling() {
             Some(next) => {
                 self.node = next;
@@ -94,6 +101,9 @@ impl<'t> TreeCursor<'t> {
     }
 
     pub fn goto_parent(&mut self) -> bool {
+        if self.node.id == self.root {
+            return false;
+        }
         match self.node.parent() {
             Some(parent) => {
                 self.node = parent;
@@ -115,6 +125,8 @@ macro_rules! fields {
         pub enum F { $($variant),* }
 
         impl F {
+            pub const ALL: &[F] = &[$(F::$variant),*];
+
             pub fn name(self) -> &'static str {
                 match self { $(F::$variant => $name),* }
             }
@@ -158,6 +170,23 @@ impl Tree {
     /// Where the parser found the text invalid, as byte offsets (at most a few dozen).
     pub fn errors(&self) -> &[u32] {
         &self.errors
+    }
+
+    /// Where valid text nests too deep for the tree: an `ERROR` node stands for the rest.
+    pub fn too_deep(&self) -> Option<u32> {
+        self.too_deep
+    }
+
+    /// Ends the module at `end` (where the last parsed range ends, as tree-sitter does).
+    pub(super) fn end_root_at(&mut self, end: u32) {
+        if let Some(root) = self.nodes.first_mut() {
+            root.end = end.max(root.start);
+        }
+    }
+
+    /// The row and column of a byte offset.
+    pub fn position(&self, offset: u32) -> Point {
+        self.point(offset)
     }
 
     fn point(&self, offset: u32) -> Point {
@@ -265,7 +294,10 @@ impl<'t> Node<'t> {
     }
 
     pub fn walk(&self) -> TreeCursor<'t> {
-        TreeCursor { node: *self }
+        TreeCursor {
+            node: *self,
+            root: self.id,
+        }
     }
 
     /// Every child, named or not, in order.

@@ -12,9 +12,9 @@ use tree_sitter::{Node, Tree};
 
 use crate::gate::chunks::{definition_name, is_big_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
-use crate::gate::lower::{parse_ranges, parse_ranges_in_lines};
 use crate::scan::Gate;
 use crate::site::site_path;
+use crate::syntax::ts::{parse_ranges, parse_ranges_in_lines};
 
 /// What a piece of code can lead to: the functions it calls (as written, `a.b.c`) and the
 /// short string constants it returns or assigns (backend names such as `"mnnvl"`).

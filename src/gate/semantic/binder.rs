@@ -4,13 +4,12 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::{Node, Tree};
+use crate::syntax::{F, Node, Tree};
 
 use super::model::{
     Arm, Binding, BindingId, BindingKind, Branch, BranchId, BranchKind, ExitKind, Flow, GuardKind,
     LoopFlow, LoopKind, MODULE_SCOPE, Range, Scope, ScopeId, ScopeKind, SemanticModel, TryFlow,
 };
-use crate::gate::ts::{F, NodeExt};
 
 /// Nesting (blocks, expressions) the walk follows; deeper text is left out and the model says
 /// so (`SemanticModel::too_deep`). Real modules nest a few dozen levels at most; the cut keeps
