@@ -104,6 +104,7 @@ pub(super) fn tree(src: &str) -> Tree {
         too_deep,
         ..
     } = b;
+    let line_starts = line_starts.into();
     if too_deep.is_some() {
         // Dropping an AST this deep recurses once per level and can overflow the stack
         // (a generated `a + a + ...` of 200,000 terms does on 8 MiB); its memory is let go

@@ -65,24 +65,93 @@ pub fn parse(src: &[u8]) -> Tree {
     }
 }
 
-/// Parses only these byte ranges of a file: every other byte is blanked (a newline kept), so
-/// the tree's offsets, rows and columns are the file's.
+/// Parses only these byte ranges of a file (sorted, not overlapping). Positions, rows and
+/// columns are the file's: the text parsed is the ranges one after the other, each on its own
+/// line at its own column (a range that goes on the line where the last one ended keeps the
+/// blanks between), so a piece of a big file costs its own size, not the file's.
 pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Tree {
-    let mut kept = vec![b' '; src.len()];
-    for (i, &b) in src.iter().enumerate() {
-        if b == b'\n' || b == b'\r' {
-            kept[i] = b;
-        }
+    parse_ranges_in_lines(src, ranges, &line_starts_of(src))
+}
+
+/// `parse_ranges` with the file's line starts already known (`line_starts_of`): for callers
+/// that parse many pieces of one file.
+pub fn parse_ranges_in_lines(
+    src: &[u8],
+    ranges: &[(usize, usize)],
+    line_starts: &std::sync::Arc<[u32]>,
+) -> Tree {
+    /// Bytes of the file copied to `text[compact..compact + len]`.
+    struct Segment {
+        compact: u32,
+        file: u32,
+        len: u32,
     }
-    let mut last = 0;
+    let mut text: Vec<u8> = Vec::new();
+    let mut segments: Vec<Segment> = Vec::new();
+    let mut copy = |text: &mut Vec<u8>, from: usize, to: usize| {
+        segments.push(Segment {
+            compact: text.len() as u32,
+            file: from as u32,
+            len: (to - from) as u32,
+        });
+        text.extend_from_slice(&src[from..to]);
+    };
+    let mut last_end: Option<usize> = None;
     for &(start, end) in ranges {
         let (start, end) = (start.min(src.len()), end.min(src.len()));
-        kept[start..end].copy_from_slice(&src[start..end]);
-        last = last.max(end);
+        if start >= end || last_end.is_some_and(|last| start < last) {
+            continue;
+        }
+        let line = line_starts.partition_point(|&s| s as usize <= start) - 1;
+        let line_start = line_starts[line] as usize;
+        match last_end {
+            // On the line where the last range ended: the bytes between are blanks.
+            Some(last) if last > line_start => text.resize(text.len() + (start - last), b' '),
+            _ => {
+                if text.last().is_some_and(|&b| b != b'\n') {
+                    text.push(b'\n');
+                }
+                let indent = &src[line_start..start];
+                if indent.iter().all(|&b| b == b' ' || b == b'\t') {
+                    copy(&mut text, line_start, start);
+                } else {
+                    text.resize(text.len() + indent.len(), b' ');
+                }
+            }
+        }
+        copy(&mut text, start, end);
+        last_end = Some(end);
     }
-    let mut tree = convert::tree(&as_text(kept));
-    tree.end_root_at(last as u32);
+    let mut tree = convert::tree(&as_text(text));
+    // The segment holding a compact offset; an end takes the segment it closes.
+    let find = |at: u32, closing: bool| {
+        let i = segments.partition_point(|s| {
+            if closing {
+                s.compact < at
+            } else {
+                s.compact <= at
+            }
+        });
+        segments.get(i.checked_sub(1)?)
+    };
+    let to_file = |at: u32, closing: bool| match find(at, closing) {
+        Some(s) => s.file + (at - s.compact).min(s.len),
+        None => segments.first().map_or(0, |s| s.file),
+    };
+    tree.relocate(
+        |at| to_file(at, false),
+        |at| to_file(at, true),
+        line_starts.clone(),
+    );
+    tree.end_root_at(last_end.unwrap_or(0) as u32);
     tree
+}
+
+/// The offset of every line's start, `0` first.
+pub fn line_starts_of(src: &[u8]) -> std::sync::Arc<[u32]> {
+    std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', src).map(|i| i as u32 + 1))
+        .collect()
 }
 
 /// Text with every byte that is not part of valid UTF-8 replaced by `?`.

@@ -2,6 +2,19 @@ use super::*;
 
 /// The same outline of tree-sitter-python's tree, or `None` where it found an error.
 pub(crate) fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
+    let tree = parser.parse(src, None)?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    Some(tree_sitter_outline_of(&tree))
+}
+
+/// A tree-sitter tree written as `outline` writes this module's.
+fn tree_sitter_outline_of(tree: &tree_sitter::Tree) -> Vec<String> {
     fn walk(cursor: &mut tree_sitter::TreeCursor, depth: usize, out: &mut Vec<String>) {
         let node = cursor.node();
         if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
@@ -29,17 +42,9 @@ pub(crate) fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
             cursor.goto_parent();
         }
     }
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    let tree = parser.parse(src, None)?;
-    if tree.root_node().has_error() {
-        return None;
-    }
     let mut out = Vec::new();
     walk(&mut tree.walk(), 0, &mut out);
-    Some(out)
+    out
 }
 
 fn assert_same_as_tree_sitter(src: &str) {
@@ -174,6 +179,69 @@ fn every_fixture_file_has_tree_sitters_shape() {
         };
         compared += 1;
         if outline(&parse(&src)) != theirs {
+            differing.push(entry.path().display().to_string());
+        }
+    }
+    assert!(compared > 100, "{compared} fixture files");
+    assert!(differing.is_empty(), "{differing:#?}");
+}
+
+/// tree-sitter's tree of these byte ranges only (its included ranges), outlined.
+fn tree_sitter_ranges_outline(src: &[u8], ranges: &[(usize, usize)]) -> Option<Vec<String>> {
+    let mut included = Vec::new();
+    let point = |offset: usize| {
+        let row = src[..offset].iter().filter(|&&b| b == b'\n').count();
+        let line_start = src[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        tree_sitter::Point::new(row, offset - line_start)
+    };
+    for &(start, end) in ranges {
+        included.push(tree_sitter::Range {
+            start_byte: start,
+            end_byte: end,
+            start_point: point(start),
+            end_point: point(end),
+        });
+    }
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
+    parser.set_included_ranges(&included).ok()?;
+    let tree = parser.parse(src, None)?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let whole = tree_sitter_outline_of(&tree);
+    Some(whole)
+}
+
+#[test]
+fn pieces_of_every_fixture_file_have_tree_sitters_shape() {
+    // Every other top-level statement of each fixture, parsed alone: the same tree as
+    // tree-sitter's over the same included ranges.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut compared = 0;
+    let mut differing = Vec::new();
+    for entry in walkdir::WalkDir::new(&root).into_iter().flatten() {
+        if entry.path().extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let src = std::fs::read(entry.path()).unwrap();
+        let ranges: Vec<(usize, usize)> = crate::gate::chunks::top_level_statements(&src)
+            .into_iter()
+            .step_by(2)
+            .collect();
+        if ranges.is_empty() {
+            continue;
+        }
+        let Some(theirs) = tree_sitter_ranges_outline(&src, &ranges) else {
+            continue;
+        };
+        compared += 1;
+        if outline(&parse_ranges(&src, &ranges)) != theirs {
             differing.push(entry.path().display().to_string());
         }
     }

@@ -26,8 +26,9 @@ pub struct Tree {
     pub(super) errors: Vec<u32>,
     /// Where the first construct nested too deep to lay out starts (an `ERROR` node there).
     pub(super) too_deep: Option<u32>,
-    /// The offset of every line's start, `0` first.
-    pub(super) line_starts: Vec<u32>,
+    /// The offset of every line's start, `0` first (shared: the verdicts parse many pieces of
+    /// one file).
+    pub(super) line_starts: std::sync::Arc<[u32]>,
 }
 
 /// A row and column, both from zero (tree-sitter's `Point`).
@@ -182,6 +183,26 @@ impl Tree {
         if let Some(root) = self.nodes.first_mut() {
             root.end = end.max(root.start);
         }
+    }
+
+    /// Moves every offset from the text that was parsed to the file it was cut from
+    /// (`parse_ranges`), whose line starts are `line_starts`.
+    pub(super) fn relocate(
+        &mut self,
+        start: impl Fn(u32) -> u32,
+        end: impl Fn(u32) -> u32,
+        line_starts: std::sync::Arc<[u32]>,
+    ) {
+        for node in &mut self.nodes {
+            let (s, e) = (start(node.start), end(node.end));
+            node.start = s;
+            node.end = e.max(s);
+        }
+        for at in &mut self.errors {
+            *at = start(*at);
+        }
+        self.too_deep = self.too_deep.map(&start);
+        self.line_starts = line_starts;
     }
 
     /// The row and column of a byte offset.
@@ -342,16 +363,16 @@ impl<'t> Node<'t> {
             .filter(move |n| n.data().field == Some(name.as_str()))
     }
 
-    pub fn child(&self, index: usize) -> Option<Node<'t>> {
-        self.children(&mut self.walk()).nth(index)
+    pub fn child(&self, index: u32) -> Option<Node<'t>> {
+        self.children(&mut self.walk()).nth(index as usize)
     }
 
     pub fn child_count(&self) -> usize {
         self.children(&mut self.walk()).count()
     }
 
-    pub fn named_child(&self, index: usize) -> Option<Node<'t>> {
-        self.named_children(&mut self.walk()).nth(index)
+    pub fn named_child(&self, index: u32) -> Option<Node<'t>> {
+        self.named_children(&mut self.walk()).nth(index as usize)
     }
 
     pub fn named_child_count(&self) -> usize {

@@ -1,6 +1,6 @@
-//! tree-sitter-python, for the stages not yet on `crate::syntax`: the verdicts and the
-//! patcher parse with it (whole files, and pieces of files with file-absolute positions),
-//! and `NodeExt` reads its node kinds and fields from tables. Goes when they move.
+//! tree-sitter-python, for the one stage not yet on `crate::syntax`: the patcher parses the
+//! files it edits with it, and `NodeExt` reads its node kinds and fields from tables. Goes
+//! when the patcher moves.
 
 use std::sync::OnceLock;
 
@@ -83,72 +83,4 @@ pub fn new_parser() -> tree_sitter::Parser {
 /// Parses with this thread's parser.
 pub fn parse(src: &[u8]) -> Option<Tree> {
     PARSER.with(|parser| parser.borrow_mut().parse(src, None))
-}
-
-/// Parses only the given byte ranges (whole top-level statements); positions stay
-/// file-absolute.
-pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
-    let mut row = 0;
-    let mut scanned = 0;
-    let point_at = |offset: usize| {
-        row += memchr::memchr_iter(b'\n', &src[scanned..offset]).count();
-        scanned = offset;
-        let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
-        tree_sitter::Point::new(row, offset - line_start)
-    };
-    parse_ranges_at(src, ranges, point_at)
-}
-
-/// `parse_ranges` with the offset of every line's start already known (`0` first): rows by
-/// bisection, where `parse_ranges` counts lines from the file's start. For callers that parse
-/// many pieces of one file (the verdicts, a piece per gate): counting from the start each
-/// time would cost the file's length per piece.
-pub fn parse_ranges_in_lines(
-    src: &[u8],
-    ranges: &[(usize, usize)],
-    line_starts: &[usize],
-) -> Option<Tree> {
-    let point_at = |offset: usize| {
-        let row = line_starts
-            .partition_point(|&start| start <= offset)
-            .saturating_sub(1);
-        let line_start = line_starts.get(row).copied().unwrap_or(0);
-        tree_sitter::Point::new(row, offset - line_start)
-    };
-    parse_ranges_at(src, ranges, point_at)
-}
-
-fn parse_ranges_at(
-    src: &[u8],
-    ranges: &[(usize, usize)],
-    mut point_at: impl FnMut(usize) -> tree_sitter::Point,
-) -> Option<Tree> {
-    // Adjacent ranges are one range to the parser (the same bytes in the same order), and
-    // tree-sitter finds the range of a position by a linear scan at every token: fewer
-    // ranges, faster lexing.
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-    for &(start, end) in ranges {
-        match merged.last_mut() {
-            Some(last) if last.1 == start => last.1 = end,
-            _ => merged.push((start, end)),
-        }
-    }
-    let mut included = Vec::with_capacity(merged.len());
-    for (start, end) in merged {
-        let start_point = point_at(start);
-        let end_point = point_at(end);
-        included.push(tree_sitter::Range {
-            start_byte: start,
-            end_byte: end,
-            start_point,
-            end_point,
-        });
-    }
-    PARSER.with(|parser| {
-        let mut parser = parser.borrow_mut();
-        parser.set_included_ranges(&included).ok()?;
-        let tree = parser.parse(src, None);
-        let _ = parser.set_included_ranges(&[]);
-        tree
-    })
 }

@@ -8,13 +8,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tree_sitter::{Node, Tree};
+use crate::syntax::{Node, Tree};
 
 use crate::gate::chunks::{definition_name, is_big_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
 use crate::scan::Gate;
 use crate::site::site_path;
-use crate::syntax::ts::{parse_ranges, parse_ranges_in_lines};
+use crate::syntax::{line_starts_of, parse_ranges_in_lines};
 
 /// What a piece of code can lead to: the functions it calls (as written, `a.b.c`) and the
 /// short string constants it returns or assigns (backend names such as `"mnnvl"`).
@@ -177,31 +177,24 @@ pub struct Parsed {
     /// Byte ranges of the top-level statements.
     pub(crate) statements: Vec<(usize, usize)>,
     /// Byte offset of each line's start, computed on first use.
-    line_starts: OnceLock<Vec<usize>>,
-}
-
-/// The offset of every line's start (`0` first).
-fn line_starts_of(src: &[u8]) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', src).map(|i| i + 1))
-        .collect()
+    line_starts: OnceLock<std::sync::Arc<[u32]>>,
 }
 
 impl Parsed {
-    fn line_starts(&self) -> &[usize] {
+    fn line_starts(&self) -> &std::sync::Arc<[u32]> {
         self.line_starts.get_or_init(|| line_starts_of(&self.src))
     }
 
     /// These byte ranges of the module parsed (`lower::parse_ranges`), rows from the
     /// module's line index: the verdicts parse a piece of a file per gate.
     pub(crate) fn parse(&self, ranges: &[(usize, usize)]) -> Option<Tree> {
-        parse_ranges_in_lines(&self.src, ranges, self.line_starts())
+        Some(parse_ranges_in_lines(&self.src, ranges, self.line_starts()))
     }
 
     /// The byte offset of a 1-based line and character column.
     pub fn byte_of(&self, line: u32, column: u32) -> Option<usize> {
         let starts = self.line_starts();
-        let start = *starts.get((line as usize).checked_sub(1)?)?;
+        let start = *starts.get((line as usize).checked_sub(1)?)? as usize;
         let line_end =
             memchr::memchr(b'\n', &self.src[start..]).map_or(self.src.len(), |i| start + i);
         let offset: usize = String::from_utf8_lossy(&self.src[start..line_end])
@@ -398,7 +391,11 @@ fn read_imports(
     if import_ranges.is_empty() {
         return imports;
     }
-    let Some(tree) = parse_ranges(src, import_ranges) else {
+    let Some(tree) = Some(parse_ranges_in_lines(
+        src,
+        import_ranges,
+        &line_starts_of(src),
+    )) else {
         return imports;
     };
     let mut stack = vec![(tree.root_node(), 0)];
@@ -508,7 +505,7 @@ pub(crate) fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
 /// that file's gates are linked.
 #[derive(Default)]
 pub struct FileCache {
-    line_starts: Option<Vec<usize>>,
+    line_starts: Option<std::sync::Arc<[u32]>>,
     trees: HashMap<Vec<(usize, usize)>, Option<Tree>>,
 }
 
@@ -518,7 +515,7 @@ impl FileCache {
         let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
         self.trees
             .entry(ranges)
-            .or_insert_with_key(|ranges| parse_ranges_in_lines(src, ranges, starts))
+            .or_insert_with_key(|ranges| Some(parse_ranges_in_lines(src, ranges, starts)))
             .as_ref()
     }
 }

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::Node;
+use crate::syntax::Node;
 
 use super::code::{
     Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts,

@@ -7,7 +7,7 @@
 //! gate the link search left without a kernel, the registries that name the checker, and
 //! follows those branches.
 
-use tree_sitter::Node;
+use crate::syntax::Node;
 
 use super::code::{Facts, enclosing_ranges, facts, field_is, plain_word, text};
 use super::link::{GateLink, LinkOutcome, Linker};
