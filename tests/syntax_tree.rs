@@ -13,33 +13,6 @@ use rayon::prelude::*;
 /// tree-sitter-python's tree written as `gatefix::syntax::outline` writes its own, or `None`
 /// where tree-sitter found an error (then there is nothing to agree with).
 fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
-    fn walk(cursor: &mut tree_sitter::TreeCursor, depth: usize, out: &mut Vec<String>) {
-        let node = cursor.node();
-        if gatefix::syntax::OUTLINE_LEAVES_OUT.contains(&node.kind()) {
-            return;
-        }
-        out.push(format!(
-            "{}{}{} {} {}..{}",
-            " ".repeat(depth),
-            if node.is_named() { "" } else { "'" },
-            node.kind(),
-            cursor.field_name().unwrap_or(""),
-            node.start_byte(),
-            node.end_byte()
-        ));
-        if node.kind() == "format_specifier" {
-            return;
-        }
-        if cursor.goto_first_child() {
-            loop {
-                walk(cursor, depth + 1, out);
-                if !cursor.goto_next_sibling() {
-                    break;
-                }
-            }
-            cursor.goto_parent();
-        }
-    }
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -48,9 +21,7 @@ fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
     if tree.root_node().has_error() {
         return None;
     }
-    let mut out = Vec::new();
-    walk(&mut tree.walk(), 0, &mut out);
-    Some(out)
+    Some(gatefix::syntax::ts::outline(&tree))
 }
 
 /// Compares every Python file of the wheels; returns (files compared, files that differ),

@@ -718,62 +718,63 @@ impl<'s> Builder<'s> {
     }
 
     fn function_def(&mut self, def: &ast::StmtFunctionDef) {
-        let (start, end) = Self::r(def.range);
-        let decorated = !def.decorator_list.is_empty();
-        let def_start = if decorated {
-            let last = def.decorator_list.last().unwrap().end().to_u32();
-            self.next_token(last).map_or(start, |t| t.start().to_u32())
-        } else {
-            start
-        };
-        if decorated {
-            self.open("decorated_definition", None, start);
-            for d in &def.decorator_list {
-                self.decorator(d);
-            }
-        }
-        self.open(
+        self.definition(
             "function_definition",
-            decorated.then_some("definition"),
-            def_start,
+            Self::r(def.range),
+            &def.decorator_list,
+            &def.name,
+            |b| {
+                b.parameters(&def.parameters, "parameters", Some("parameters"));
+                if let Some(returns) = &def.returns {
+                    b.type_node(returns, Some("return_type"));
+                }
+                b.block(Some("body"), &def.body);
+            },
         );
-        self.leaf("identifier", Some("name"), Self::r(def.name.range), true);
-        self.parameters(&def.parameters, "parameters", Some("parameters"));
-        if let Some(returns) = &def.returns {
-            self.type_node(returns, Some("return_type"));
-        }
-        self.block(Some("body"), &def.body);
-        self.close(end);
-        if decorated {
-            self.close(end);
-        }
     }
 
     fn class_def(&mut self, class: &ast::StmtClassDef) {
-        let (start, end) = Self::r(class.range);
-        let decorated = !class.decorator_list.is_empty();
-        let def_start = if decorated {
-            let last = class.decorator_list.last().unwrap().end().to_u32();
-            self.next_token(last).map_or(start, |t| t.start().to_u32())
-        } else {
-            start
+        self.definition(
+            "class_definition",
+            Self::r(class.range),
+            &class.decorator_list,
+            &class.name,
+            |b| {
+                if let Some(arguments) = &class.arguments {
+                    b.argument_list(arguments, Some("superclasses"));
+                }
+                b.block(Some("body"), &class.body);
+            },
+        );
+    }
+
+    /// A `def` or a `class` (`rest` lays out what follows its name), inside a
+    /// `decorated_definition` when it has decorators: ruff's range starts at the first `@`,
+    /// tree-sitter's definition at its keyword.
+    fn definition(
+        &mut self,
+        kind: &'static str,
+        (start, end): (u32, u32),
+        decorators: &[ast::Decorator],
+        name: &ast::Identifier,
+        rest: impl FnOnce(&mut Self),
+    ) {
+        let keyword = match decorators.last() {
+            Some(last) => self
+                .next_token(last.end().to_u32())
+                .map_or(start, |t| t.start().to_u32()),
+            None => start,
         };
+        let decorated = !decorators.is_empty();
         if decorated {
             self.open("decorated_definition", None, start);
-            for d in &class.decorator_list {
+            for d in decorators {
                 self.decorator(d);
             }
         }
-        self.open(
-            "class_definition",
-            decorated.then_some("definition"),
-            def_start,
-        );
-        self.leaf("identifier", Some("name"), Self::r(class.name.range), true);
-        if let Some(arguments) = &class.arguments {
-            self.argument_list(arguments, Some("superclasses"));
-        }
-        self.block(Some("body"), &class.body);
+        self.open(kind, decorated.then_some("definition"), keyword);
+        self.leaf("identifier", Some("name"), Self::r(name.range), true);
+        rest(self);
         self.close(end);
         if decorated {
             self.close(end);

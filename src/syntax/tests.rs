@@ -10,41 +10,7 @@ pub(crate) fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
     if tree.root_node().has_error() {
         return None;
     }
-    Some(tree_sitter_outline_of(&tree))
-}
-
-/// A tree-sitter tree written as `outline` writes this module's.
-fn tree_sitter_outline_of(tree: &tree_sitter::Tree) -> Vec<String> {
-    fn walk(cursor: &mut tree_sitter::TreeCursor, depth: usize, out: &mut Vec<String>) {
-        let node = cursor.node();
-        if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
-            return;
-        }
-        out.push(format!(
-            "{}{}{} {} {}..{}",
-            " ".repeat(depth),
-            if node.is_named() { "" } else { "'" },
-            node.kind(),
-            cursor.field_name().unwrap_or(""),
-            node.start_byte(),
-            node.end_byte()
-        ));
-        if node.kind() == "format_specifier" {
-            return;
-        }
-        if cursor.goto_first_child() {
-            loop {
-                walk(cursor, depth + 1, out);
-                if !cursor.goto_next_sibling() {
-                    break;
-                }
-            }
-            cursor.goto_parent();
-        }
-    }
-    let mut out = Vec::new();
-    walk(&mut tree.walk(), 0, &mut out);
-    out
+    Some(super::ts::outline(&tree))
 }
 
 fn assert_same_as_tree_sitter(src: &str) {
@@ -214,7 +180,7 @@ fn tree_sitter_ranges_outline(src: &[u8], ranges: &[(usize, usize)]) -> Option<V
     if tree.root_node().has_error() {
         return None;
     }
-    let whole = tree_sitter_outline_of(&tree);
+    let whole = super::ts::outline(&tree);
     Some(whole)
 }
 

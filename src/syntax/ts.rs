@@ -1,12 +1,13 @@
 //! tree-sitter-python, for the one stage not yet on `crate::syntax`: the patcher parses the
-//! files it edits with it, and `NodeExt` reads its node kinds and fields from tables. Goes
-//! when the patcher moves.
+//! files it edits with it, and `NodeExt` reads its node kinds and fields from tables. Also
+//! `outline`, tree-sitter's side of the differential tests. Goes (but `outline`) when the
+//! patcher moves.
 
 use std::sync::OnceLock;
 
 use tree_sitter::{Language, Node, Tree};
 
-use super::F;
+use super::{F, OUTLINE_LEAVES_OUT};
 
 fn language() -> &'static Language {
     static LANGUAGE: OnceLock<Language> = OnceLock::new();
@@ -83,4 +84,39 @@ pub fn new_parser() -> tree_sitter::Parser {
 /// Parses with this thread's parser.
 pub fn parse(src: &[u8]) -> Option<Tree> {
     PARSER.with(|parser| parser.borrow_mut().parse(src, None))
+}
+
+/// A tree-sitter tree written as `super::outline` writes a `syntax` tree: what the
+/// differential tests compare.
+pub fn outline(tree: &Tree) -> Vec<String> {
+    fn walk(cursor: &mut tree_sitter::TreeCursor, depth: usize, out: &mut Vec<String>) {
+        let node = cursor.node();
+        if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
+            return;
+        }
+        out.push(format!(
+            "{}{}{} {} {}..{}",
+            " ".repeat(depth),
+            if node.is_named() { "" } else { "'" },
+            node.kind(),
+            cursor.field_name().unwrap_or(""),
+            node.start_byte(),
+            node.end_byte()
+        ));
+        if node.kind() == "format_specifier" {
+            return;
+        }
+        if cursor.goto_first_child() {
+            loop {
+                walk(cursor, depth + 1, out);
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+            cursor.goto_parent();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&mut tree.walk(), 0, &mut out);
+    out
 }
