@@ -15,7 +15,7 @@ use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
 use crate::gate::index::{ModuleIndex, ReadLog, module_name};
 use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
-use crate::gate::lower::{lower_parsed, parse, parse_ranges};
+use crate::gate::lower::lower_parsed;
 use crate::gate::predicate::{Form, Pred, collapse_whitespace};
 use crate::gate::resolve::Resolver;
 use crate::gate::sites::resolve_module;
@@ -23,6 +23,7 @@ use crate::gate::tokens::{Tokens, def_parameter_starts, prefilter_tokens, resolv
 use crate::rules::Rules;
 use crate::site::Site;
 use crate::syntax::Tree;
+use crate::syntax::{parse, parse_ranges};
 
 /// One gate, placed in the site.
 #[derive(Debug, Clone)]
@@ -453,12 +454,6 @@ pub fn scan_overlay_with(
                             });
                         }
                         Lowered::Nothing => return FileOutcome::Nothing,
-                        Lowered::ParserGaveUp => {
-                            return skipped(
-                                "skipped: the parser gave up on this file; gates in it are not reported"
-                                    .into(),
-                            );
-                        }
                     };
                     let file_warnings = file_warnings(file, bytes, &ir.parse_errors, &ir.too_deep);
                     if index.file(&module).is_none() {
@@ -861,7 +856,7 @@ fn lower_importers(
                     names,
                 ) {
                     Lowered::Ir(ir) => Some(ir),
-                    Lowered::Nothing | Lowered::ParserGaveUp => None,
+                    Lowered::Nothing => None,
                 }
             })
             .collect();
@@ -930,7 +925,6 @@ enum Lowered {
     Ir(SharedModule),
     /// No token (or tokens only in comments): nothing to parse.
     Nothing,
-    ParserGaveUp,
 }
 
 impl FileLowering<'_> {
@@ -1023,12 +1017,10 @@ impl FileLowering<'_> {
         let parsed = if self.options.chunking {
             parse_relevant(bytes, token_starts)
         } else {
-            parse(bytes).map(|tree| Some((tree, None)))
+            Some((parse(bytes), None))
         };
-        let (tree, ranges) = match parsed {
-            Some(Some(parsed)) => parsed,
-            Some(None) => return Lowered::Nothing,
-            None => return Lowered::ParserGaveUp,
+        let Some((tree, ranges)) = parsed else {
+            return Lowered::Nothing;
         };
         Lowered::Ir(std::sync::Arc::new(lower_parsed(
             bytes,
@@ -1088,7 +1080,7 @@ impl Lowering for FedLowering<'_> {
             imported,
         ) {
             Lowered::Ir(ir) => Some(ir),
-            Lowered::Nothing | Lowered::ParserGaveUp => None,
+            Lowered::Nothing => None,
         }
     }
 
@@ -1283,25 +1275,22 @@ type Ranges = Vec<(usize, usize)>;
 
 /// Big files are parsed statement by statement (the relevant ones); if that parse reports an
 /// error, the whole file is parsed again so chunking never invents a syntax error.
-/// `None`: the parser gave up; `Some(None)`: nothing in the file needs parsing.
-fn parse_relevant(
-    bytes: &[u8],
-    token_starts: Vec<usize>,
-) -> Option<Option<(Tree, Option<Ranges>)>> {
+/// `None`: nothing in the file needs parsing.
+fn parse_relevant(bytes: &[u8], token_starts: Vec<usize>) -> Option<(Tree, Option<Ranges>)> {
     if bytes.len() < CHUNK_MIN_FILE_BYTES {
-        return Some(Some((parse(bytes)?, None)));
+        return Some((parse(bytes), None));
     }
     let ranges = relevant_ranges_at(bytes, token_starts);
-    // Tokens only in comments and docstrings: nothing to parse (and no included ranges would
-    // mean the whole file to tree-sitter). The module stays unloaded, so resolution parses it
-    // whole if another module imports from it.
+    // Tokens only in comments and docstrings: nothing to parse. The module stays unloaded, so
+    // resolution parses it whole if another module imports from it.
     if ranges.is_empty() {
-        return Some(None);
+        return None;
     }
-    match parse_ranges(bytes, &ranges) {
-        Some(tree) if !tree.root_node().has_error() => Some(Some((tree, Some(ranges)))),
-        _ => Some(Some((parse(bytes)?, None))),
+    let tree = parse_ranges(bytes, &ranges);
+    if tree.root_node().has_error() {
+        return Some((parse(bytes), None));
     }
+    Some((tree, Some(ranges)))
 }
 
 fn file_warnings(

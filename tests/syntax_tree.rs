@@ -10,20 +10,6 @@ use std::collections::BTreeMap;
 use common::fixture::wheel_site;
 use rayon::prelude::*;
 
-/// tree-sitter-python's tree written as `gatefix::syntax::outline` writes its own, or `None`
-/// where tree-sitter found an error (then there is nothing to agree with).
-fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    let tree = parser.parse(src, None)?;
-    if tree.root_node().has_error() {
-        return None;
-    }
-    Some(gatefix::syntax::ts::outline(&tree))
-}
-
 /// Compares every Python file of the wheels; returns (files compared, files that differ),
 /// printing the first difference of each kind.
 fn compare(prefixes: &[&str]) -> (usize, usize) {
@@ -38,7 +24,7 @@ fn compare(prefixes: &[&str]) -> (usize, usize) {
         .par_iter()
         .map(|file| {
             let src = std::fs::read(file).ok()?;
-            let theirs = tree_sitter_outline(&src)?;
+            let theirs = gatefix::syntax::ts::outline_of_text(&src)?;
             let ours = gatefix::syntax::outline(&gatefix::syntax::parse(&src));
             if ours == theirs {
                 return Some(None);

@@ -2322,7 +2322,7 @@ mod tests {
         // A call to a function too large to infer (it has a token) is kept, as is its reader.
         assert!(text.contains("tiles = _pick_tiles(x)\n    if tiles > 64:"));
         let ranges = relevant_ranges(src.as_bytes(), &tokens);
-        let tree = crate::gate::lower::parse_ranges(src.as_bytes(), &ranges).unwrap();
+        let tree = crate::syntax::parse_ranges(src.as_bytes(), &ranges);
         assert!(!tree.root_node().has_error());
     }
 
@@ -2524,7 +2524,7 @@ mod tests {
         assert!(!parsed.contains("self.x"));
         assert!(parsed.contains("return is_sm100()"));
         assert!(parsed.contains("def one_line(): return 2\nFLAG = plain(3)\n"));
-        let tree = crate::gate::lower::parse_ranges(&skipped.text, &skipped.ranges).unwrap();
+        let tree = crate::syntax::parse_ranges(&skipped.text, &skipped.ranges);
         assert!(!tree.root_node().has_error());
         // Positions are the file's.
         let flag = src.find("FLAG").unwrap();
@@ -2553,7 +2553,7 @@ mod tests {
         assert!(parsed.contains("def check(self, *, major):\n        0"));
         assert!(!parsed.contains("major >= 9"));
         assert!(parsed.contains("import torch\n") && parsed.contains("FLAG = fast(3)\n"));
-        let tree = crate::gate::lower::parse_ranges(&skipped.text, &skipped.ranges).unwrap();
+        let tree = crate::syntax::parse_ranges(&skipped.text, &skipped.ranges);
         assert!(!tree.root_node().has_error());
         assert!(skip_all_bodies(b"import os\nX = 1\n").is_none());
     }

@@ -8,8 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use super::chunks::{skip_all_bodies, skip_plain_bodies};
 use super::ir::{Expr, SharedModule};
-use super::lower::{lower_module, parse, parse_ranges};
+use super::lower::lower_module;
 use super::tokens::Tokens;
+use crate::syntax::{parse, parse_ranges};
 
 pub struct ModuleFile {
     pub path: PathBuf,
@@ -266,17 +267,18 @@ impl ModuleIndex {
                 let Some(skipped) = skip_all_bodies(&bytes) else {
                     return self.whole(module, file);
                 };
-                match parse_ranges(&skipped.text, &skipped.ranges) {
-                    Some(tree) if !tree.root_node().has_error() => Some(Arc::new(lower_module(
-                        &skipped.text,
-                        &tree,
-                        module,
-                        file.is_package,
-                        &self.tokens,
-                    ))),
-                    // A stub that made a syntax error the file does not have.
-                    _ => self.whole(module, file),
+                let tree = parse_ranges(&skipped.text, &skipped.ranges);
+                // A stub that made a syntax error the file does not have: the whole file.
+                if tree.root_node().has_error() {
+                    return self.whole(module, file);
                 }
+                Some(Arc::new(lower_module(
+                    &skipped.text,
+                    &tree,
+                    module,
+                    file.is_package,
+                    &self.tokens,
+                )))
             })
             .clone()
     }
@@ -334,13 +336,13 @@ impl ModuleIndex {
         // Resolution reads no body of a function without a token: do not parse them (unless
         // that made a syntax error the file does not have).
         let skipped = skip_plain_bodies(&bytes, &self.tokens).and_then(|skipped| {
-            let tree = parse_ranges(&skipped.text, &skipped.ranges)?;
+            let tree = parse_ranges(&skipped.text, &skipped.ranges);
             (!tree.root_node().has_error()).then_some((skipped.text, tree))
         });
         let (bytes, tree) = match skipped {
             Some(parsed) => parsed,
             None => {
-                let tree = parse(&bytes)?;
+                let tree = parse(&bytes);
                 (bytes, tree)
             }
         };

@@ -2457,28 +2457,17 @@ fn parse_int(text: &str) -> Option<i64> {
     }
 }
 
-/// Parses a whole file (`crate::syntax`). `None` never: kept for the callers written when
-/// the parser could give up.
-pub fn parse(src: &[u8]) -> Option<Tree> {
-    Some(crate::syntax::parse(src))
-}
-
 /// Whether one of `ranges` holds all of `start..end`. They are sorted and do not overlap
-/// (tree-sitter's included ranges): the only candidate is the last one starting at or
+/// (the ranges `syntax::parse_ranges` parsed): the only candidate is the last one starting at or
 /// before `start`, found by bisection (a file of 100,000 functions has as many ranges).
 fn within_one_range(ranges: &[(usize, usize)], start: usize, end: usize) -> bool {
     let after = ranges.partition_point(|&(s, _)| s <= start);
     after > 0 && end <= ranges[after - 1].1
 }
 
-/// Parses only the given byte ranges (whole statements); positions stay file-absolute.
-pub fn parse_ranges(src: &[u8], ranges: &[(usize, usize)]) -> Option<Tree> {
-    Some(crate::syntax::parse_ranges(src, ranges))
-}
-
 /// Lowers one Python expression given as text (rule `admits` fields).
 pub fn lower_expression(text: &str) -> Result<Expr, String> {
-    let tree = parse(text.as_bytes()).ok_or("the parser gave up")?;
+    let tree = crate::syntax::parse(text.as_bytes());
     let root = tree.root_node();
     if root.has_error() {
         return Err("syntax error".into());

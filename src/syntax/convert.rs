@@ -236,6 +236,12 @@ impl<'s> Builder<'s> {
         self.leaf(kind, field, range, false);
     }
 
+    /// An `ERROR` node for what lies past `MAX_DEPTH`, the first such place kept.
+    fn cut(&mut self, field: Option<&'static str>, range: (u32, u32)) {
+        self.too_deep.get_or_insert(range.0);
+        self.leaf("ERROR", field, range, true);
+    }
+
     /// The column of a byte offset.
     fn column(&self, at: u32) -> u32 {
         let line = self.line_starts.partition_point(|&s| s <= at) - 1;
@@ -287,9 +293,7 @@ impl<'s> Builder<'s> {
         };
         // Blocks count toward the nesting too (CPython stops at 100 levels of indentation).
         if self.depth >= MAX_DEPTH {
-            let (s, end) = (first.start().to_u32(), last.end().to_u32());
-            self.too_deep.get_or_insert(s);
-            self.leaf("ERROR", field, (s, end), true);
+            self.cut(field, (first.start().to_u32(), last.end().to_u32()));
             return;
         }
         self.depth += 1;
@@ -1008,9 +1012,7 @@ impl<'s> Builder<'s> {
     fn bit_or_chain(&mut self, operands: &[&Expr], field: Option<&'static str>) {
         let (last, init) = operands.split_last().expect("operands");
         if operands.len() as u32 + self.depth > MAX_DEPTH {
-            let s = operands[0].start().to_u32();
-            self.too_deep.get_or_insert(s);
-            self.leaf("ERROR", field, (s, last.end().to_u32()), true);
+            self.cut(field, (operands[0].start().to_u32(), last.end().to_u32()));
             return;
         }
         if init.is_empty() {
@@ -1080,9 +1082,7 @@ impl<'s> Builder<'s> {
     /// An assignment or loop target: tree-sitter's patterns.
     fn target(&mut self, e: &Expr, field: Option<&'static str>) {
         if self.depth >= MAX_DEPTH {
-            let (s, end) = Self::r(e.range());
-            self.too_deep.get_or_insert(s);
-            self.leaf("ERROR", field, (s, end), true);
+            self.cut(field, Self::r(e.range()));
             return;
         }
         self.depth += 1;
@@ -1264,9 +1264,7 @@ impl<'s> Builder<'s> {
 
     fn expr(&mut self, e: &Expr, field: Option<&'static str>) {
         if self.depth >= MAX_DEPTH {
-            let (s, end) = Self::r(e.range());
-            self.too_deep.get_or_insert(s);
-            self.leaf("ERROR", field, (s, end), true);
+            self.cut(field, Self::r(e.range()));
             return;
         }
         self.depth += 1;
@@ -1681,9 +1679,7 @@ impl<'s> Builder<'s> {
         };
         // tree-sitter nests the chain one level per operand.
         if values.len() as u32 + self.depth > MAX_DEPTH {
-            let s = values[0].start().to_u32();
-            self.too_deep.get_or_insert(s);
-            self.leaf("ERROR", field, (s, end), true);
+            self.cut(field, (values[0].start().to_u32(), end));
             return;
         }
         if rest.is_empty() {

@@ -1,20 +1,7 @@
 use super::*;
 
-/// The same outline of tree-sitter-python's tree, or `None` where it found an error.
-pub(crate) fn tree_sitter_outline(src: &[u8]) -> Option<Vec<String>> {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    let tree = parser.parse(src, None)?;
-    if tree.root_node().has_error() {
-        return None;
-    }
-    Some(super::ts::outline(&tree))
-}
-
 fn assert_same_as_tree_sitter(src: &str) {
-    let theirs = tree_sitter_outline(src.as_bytes()).expect("tree-sitter parses the sample");
+    let theirs = super::ts::outline_of_text(src.as_bytes()).expect("tree-sitter parses the sample");
     let ours = outline(&parse(src.as_bytes()));
     if theirs != ours {
         let at = theirs
@@ -130,8 +117,10 @@ fn match_statements_keep_their_patterns() {
     );
 }
 
-#[test]
-fn every_fixture_file_has_tree_sitters_shape() {
+/// Compares, for every Python file under `testdata`, this module's tree with tree-sitter's
+/// (`compare` gives both outlines, `None` where tree-sitter finds an error). Fails on any
+/// difference and when fewer than 100 files could be compared.
+fn every_fixture_file(compare: impl Fn(&[u8]) -> Option<(Vec<String>, Vec<String>)>) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut compared = 0;
     let mut differing = Vec::new();
@@ -140,16 +129,24 @@ fn every_fixture_file_has_tree_sitters_shape() {
             continue;
         }
         let src = std::fs::read(entry.path()).unwrap();
-        let Some(theirs) = tree_sitter_outline(&src) else {
+        let Some((ours, theirs)) = compare(&src) else {
             continue;
         };
         compared += 1;
-        if outline(&parse(&src)) != theirs {
+        if ours != theirs {
             differing.push(entry.path().display().to_string());
         }
     }
     assert!(compared > 100, "{compared} fixture files");
     assert!(differing.is_empty(), "{differing:#?}");
+}
+
+#[test]
+fn every_fixture_file_has_tree_sitters_shape() {
+    every_fixture_file(|src| {
+        let theirs = super::ts::outline_of_text(src)?;
+        Some((outline(&parse(src)), theirs))
+    });
 }
 
 /// tree-sitter's tree of these byte ranges only (its included ranges), outlined.
@@ -180,39 +177,24 @@ fn tree_sitter_ranges_outline(src: &[u8], ranges: &[(usize, usize)]) -> Option<V
     if tree.root_node().has_error() {
         return None;
     }
-    let whole = super::ts::outline(&tree);
-    Some(whole)
+    Some(super::ts::outline(&tree))
 }
 
 #[test]
 fn pieces_of_every_fixture_file_have_tree_sitters_shape() {
     // Every other top-level statement of each fixture, parsed alone: the same tree as
     // tree-sitter's over the same included ranges.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let mut compared = 0;
-    let mut differing = Vec::new();
-    for entry in walkdir::WalkDir::new(&root).into_iter().flatten() {
-        if entry.path().extension().is_none_or(|e| e != "py") {
-            continue;
-        }
-        let src = std::fs::read(entry.path()).unwrap();
-        let ranges: Vec<(usize, usize)> = crate::gate::chunks::top_level_statements(&src)
+    every_fixture_file(|src| {
+        let ranges: Vec<(usize, usize)> = crate::gate::chunks::top_level_statements(src)
             .into_iter()
             .step_by(2)
             .collect();
         if ranges.is_empty() {
-            continue;
+            return None;
         }
-        let Some(theirs) = tree_sitter_ranges_outline(&src, &ranges) else {
-            continue;
-        };
-        compared += 1;
-        if outline(&parse_ranges(&src, &ranges)) != theirs {
-            differing.push(entry.path().display().to_string());
-        }
-    }
-    assert!(compared > 100, "{compared} fixture files");
-    assert!(differing.is_empty(), "{differing:#?}");
+        let theirs = tree_sitter_ranges_outline(src, &ranges)?;
+        Some((outline(&parse_ranges(src, &ranges)), theirs))
+    });
 }
 
 #[test]

@@ -352,15 +352,14 @@ impl<'t> Node<'t> {
 
     pub fn children_by_field_name<'c>(
         &self,
-        name: &str,
+        name: &'c str,
         cursor: &'c mut TreeCursor<'t>,
     ) -> impl Iterator<Item = Node<'t>> + 'c
     where
         't: 'c,
     {
-        let name = name.to_string();
         self.children(cursor)
-            .filter(move |n| n.data().field == Some(name.as_str()))
+            .filter(move |n| n.data().field == Some(name))
     }
 
     pub fn child(&self, index: u32) -> Option<Node<'t>> {

@@ -86,6 +86,13 @@ pub fn parse(src: &[u8]) -> Option<Tree> {
     PARSER.with(|parser| parser.borrow_mut().parse(src, None))
 }
 
+/// tree-sitter's tree of a file in `outline`'s words, or `None` where tree-sitter found an
+/// error (then there is nothing to agree with).
+pub fn outline_of_text(src: &[u8]) -> Option<Vec<String>> {
+    let tree = parse(src)?;
+    (!tree.root_node().has_error()).then(|| outline(&tree))
+}
+
 /// A tree-sitter tree written as `super::outline` writes a `syntax` tree: what the
 /// differential tests compare.
 pub fn outline(tree: &Tree) -> Vec<String> {

@@ -187,8 +187,8 @@ impl Parsed {
 
     /// These byte ranges of the module parsed (`lower::parse_ranges`), rows from the
     /// module's line index: the verdicts parse a piece of a file per gate.
-    pub(crate) fn parse(&self, ranges: &[(usize, usize)]) -> Option<Tree> {
-        Some(parse_ranges_in_lines(&self.src, ranges, self.line_starts()))
+    pub(crate) fn parse(&self, ranges: &[(usize, usize)]) -> Tree {
+        parse_ranges_in_lines(&self.src, ranges, self.line_starts())
     }
 
     /// The byte offset of a 1-based line and character column.
@@ -391,13 +391,7 @@ fn read_imports(
     if import_ranges.is_empty() {
         return imports;
     }
-    let Some(tree) = Some(parse_ranges_in_lines(
-        src,
-        import_ranges,
-        &line_starts_of(src),
-    )) else {
-        return imports;
-    };
+    let tree = parse_ranges_in_lines(src, import_ranges, &line_starts_of(src));
     let mut stack = vec![(tree.root_node(), 0)];
     while let Some((node, depth)) = stack.pop() {
         let mut cursor = node.walk();
@@ -506,17 +500,16 @@ pub(crate) fn text<'a>(node: Node, src: &'a [u8]) -> &'a str {
 #[derive(Default)]
 pub struct FileCache {
     line_starts: Option<std::sync::Arc<[u32]>>,
-    trees: HashMap<Vec<(usize, usize)>, Option<Tree>>,
+    trees: HashMap<Vec<(usize, usize)>, Tree>,
 }
 
 impl FileCache {
     /// The syntax tree of these ranges of the file, parsed the first time they are asked for.
-    pub(super) fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> Option<&Tree> {
+    pub(super) fn tree(&mut self, src: &[u8], ranges: Vec<(usize, usize)>) -> &Tree {
         let starts = self.line_starts.get_or_insert_with(|| line_starts_of(src));
         self.trees
             .entry(ranges)
-            .or_insert_with_key(|ranges| Some(parse_ranges_in_lines(src, ranges, starts)))
-            .as_ref()
+            .or_insert_with_key(|ranges| parse_ranges_in_lines(src, ranges, starts))
     }
 }
 
@@ -529,13 +522,13 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
     // Most branches are read from the statement alone; only an error exit needs the
     // statements after it, parsed then.
-    let (_, branch) = branch_of(cache.tree(src, around.clone())?, start, end)?;
+    let (_, branch) = branch_of(cache.tree(src, around.clone()), start, end)?;
     let returns_early = starts_with_falsy_return(branch, src);
     let bare_return = returns_early && starts_with_bare_return(branch, src);
     if !(returns_early || starts_with_raise(branch)) {
         return Some(facts(branch, src));
     }
-    let tree = cache.tree(src, [around, after].concat())?;
+    let tree = cache.tree(src, [around, after].concat());
     let (parent, _) = branch_of(tree, start, end)?;
     let mut found = raise_guarded(parent, src)?;
     found.returns_early = returns_early;
@@ -615,7 +608,7 @@ pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) ->
     let src = &parsed.src;
     let (start, end) = parsed.gate_bytes(gate)?;
     let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
-    let tree = cache.tree(src, [around, after].concat())?;
+    let tree = cache.tree(src, [around, after].concat());
     let (parent, branch) = branch_of(tree, start, end)?;
     let picks_value = parent.kind() == "conditional_expression";
     if !(picks_value || matches!(parent.kind(), "if_statement" | "elif_clause")) || exits(branch) {
@@ -881,7 +874,7 @@ pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
     if end - start > MAX_BODY_BYTES {
         return None;
     }
-    let tree = parsed.parse(&[(start, end)])?;
+    let tree = parsed.parse(&[(start, end)]);
     let root = tree.root_node();
     let mut cursor = root.walk();
     let definition = root
@@ -1110,7 +1103,7 @@ fn stored_flag(assignment: Node, src: &[u8]) -> Option<FlagKey> {
 /// `byte`, at any depth (a method, a nested function).
 pub fn body_facts_at(parsed: &Parsed, byte: usize) -> Option<Facts> {
     let around = enclosing_ranges(&parsed.src, &parsed.statements, byte).around;
-    let tree = parsed.parse(&around)?;
+    let tree = parsed.parse(&around);
     let mut node = tree.root_node().descendant_for_byte_range(byte, byte + 1)?;
     loop {
         if node.kind() == "function_definition" {

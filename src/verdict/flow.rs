@@ -218,9 +218,7 @@ impl Reader<'_> {
     fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
         let src = &place.parsed.src;
         let ranges = enclosing_ranges_with(src, &place.parsed.statements, start, true);
-        let Some(tree) = place.parsed.parse(&[ranges.around, ranges.after].concat()) else {
-            return;
-        };
+        let tree = place.parsed.parse(&[ranges.around, ranges.after].concat());
         let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
             return;
         };
@@ -847,7 +845,7 @@ fn node_with_context<'c>(
     cache: &'c mut FileCache,
 ) -> Option<Node<'c>> {
     let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
-    let tree = cache.tree(&parsed.src, [ranges.around, ranges.after].concat())?;
+    let tree = cache.tree(&parsed.src, [ranges.around, ranges.after].concat());
     tree.root_node().descendant_for_byte_range(start, end)
 }
 

@@ -109,7 +109,7 @@ fn registration(
     let parsed = linker.code.module(&module)?;
     let src = &parsed.src;
     let around = enclosing_ranges(src, &parsed.statements, hit.start).around;
-    let tree = parsed.parse(&around)?;
+    let tree = parsed.parse(&around);
     let node = tree
         .root_node()
         .descendant_for_byte_range(hit.start, hit.end)?;

@@ -3,10 +3,10 @@
 //! of its statement and `if` the ways it is the live one.
 
 use super::*;
-use crate::gate::lower::parse;
+use crate::syntax::parse;
 
 fn model(src: &str) -> SemanticModel {
-    let tree = parse(src.as_bytes()).expect("parsed");
+    let tree = parse(src.as_bytes());
     bind(src.as_bytes(), &tree)
 }
 
@@ -577,7 +577,7 @@ fn deep_nesting_is_cut_without_overflowing_the_stack() {
     src.push_str("x = 1\n");
     let deep = format!("y = {}1{}\n", "(".repeat(2_000), ")".repeat(2_000));
     for text in [src, deep] {
-        let tree = parse(text.as_bytes()).expect("parsed");
+        let tree = parse(text.as_bytes());
         let model = std::thread::Builder::new()
             .stack_size(2 << 20)
             .spawn(move || bind(text.as_bytes(), &tree).too_deep)
@@ -598,7 +598,7 @@ fn every_resolver_fixture_binds_within_its_text() {
             continue;
         }
         let src = std::fs::read(&path).unwrap();
-        let tree = parse(&src).unwrap();
+        let tree = parse(&src);
         let model = bind(&src, &tree);
         for binding in &model.bindings {
             assert!(binding.statement.1 <= src.len(), "{path:?}: {binding:?}");
@@ -721,7 +721,7 @@ fn bind_cost_beside_parsing() {
         }
         let src = std::fs::read(&path).unwrap();
         let started = std::time::Instant::now();
-        let Some(tree) = parse(&src) else { continue };
+        let tree = parse(&src);
         parsing += started.elapsed();
         let started = std::time::Instant::now();
         let model = bind(&src, &tree);
