@@ -63,7 +63,7 @@ pub fn parse_fail_on(text: &str) -> Result<Vec<FailOn>, String> {
             }
             "new" => FailOn::New,
             _ => match VerdictKind::parse(word) {
-                Some(kind) if kind != VerdictKind::Open => FailOn::Verdict(kind),
+                Some(kind) if kind.is_finding() => FailOn::Verdict(kind),
                 _ => {
                     return Err(format!(
                         "--fail-on: unknown value `{word}`; expected a comma-separated list of \
@@ -235,7 +235,7 @@ impl Baseline {
         let mut baseline = Baseline::default();
         for (index, entry) in file.entries.into_iter().enumerate() {
             let verdict = VerdictKind::parse(&entry.verdict)
-                .filter(|kind| *kind != VerdictKind::Open)
+                .filter(|kind| kind.is_finding())
                 .ok_or_else(|| {
                     format!(
                         "baseline {origin}: entry {index}: unknown verdict `{}`; expected trap, \
@@ -305,7 +305,8 @@ pub struct Finding {
     pub accepted: bool,
 }
 
-/// (gate index, target index, kind) of every verdict other than `open`, in report order.
+/// (gate index, target index, kind) of every finding (`VerdictKind::is_finding`), in report
+/// order.
 fn non_open(report: &AuditReport) -> Vec<(usize, usize, VerdictKind)> {
     let Some(verdicts) = report.verdicts else {
         return Vec::new();
@@ -313,7 +314,7 @@ fn non_open(report: &AuditReport) -> Vec<(usize, usize, VerdictKind)> {
     let mut out = Vec::new();
     for (gate_index, per_target) in verdicts.iter().enumerate().take(report.result.gates.len()) {
         for (target_index, verdict) in per_target.iter().enumerate().take(report.targets.len()) {
-            if verdict.kind != VerdictKind::Open {
+            if verdict.kind.is_finding() {
                 out.push((gate_index, target_index, verdict.kind));
             }
         }

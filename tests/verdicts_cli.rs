@@ -956,3 +956,63 @@ fn an_unlinked_search_names_its_first_unfollowed_hop() {
         "{partial}"
     );
 }
+
+/// A gate whose code was read whole and launches nothing is `no-kernel` (logging, a message,
+/// a local setting the code after reads), with what was read as its evidence. Gates that
+/// look alike but decide more stay `unverified`: another arm that builds a JIT module (and
+/// whose kernel is not taken for the gate's), a value handed to the callers (directly, or a
+/// setting the function returns), a module global, a `global`, a computed callee, a binding
+/// read again on a loop's next pass, an `assert`, a store into an object.
+#[test]
+fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/nokernel");
+    let doc = json_at(&site, &["sm_120"]);
+    let table: Vec<(u64, String)> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |line: u64, verdict: &str| (line, verdict.to_string());
+    assert_eq!(
+        table,
+        vec![
+            row(18, "no-kernel"),  // log_only
+            row(26, "no-kernel"),  // message_only
+            row(32, "no-kernel"),  // local_setting
+            row(38, "unverified"), // else_builds
+            row(46, "unverified"), // returns_choice
+            row(50, "unverified"), // MODE
+            row(57, "unverified"), // enable (global)
+            row(65, "unverified"), // dispatch (computed callee)
+            row(74, "unverified"), // in_loop
+            row(79, "unverified"), // asserts
+            row(85, "unverified"), // stores
+            row(92, "unverified"), // returns_setting
+        ]
+    );
+    let (_, evidence) = verdict_at(&doc, "flashinfer/choose.py", 18);
+    assert!(
+        evidence.iter().any(|e| e
+            .starts_with("chooses no kernel: the gated code was read whole: 3 call(s) followed")),
+        "{evidence:#?}"
+    );
+    // The other arm's JIT module is not the gated branch's kernel.
+    let (_, evidence) = verdict_at(&doc, "flashinfer/choose.py", 38);
+    assert!(
+        evidence.iter().all(|e| !e.contains("norm")),
+        "{evidence:#?}"
+    );
+    // Informational, like `open`: no finding, no non-zero exit.
+    let out = audit(&site, &["--target", "sm_120", "--fail-on", "unverified"]);
+    assert_eq!(out.status.code(), Some(1), "the unverified gates fail it");
+    let sarif = audit(&site, &["--target", "sm_120", "--format", "sarif"]);
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 9, "the nine unverified verdicts only");
+}

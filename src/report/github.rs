@@ -39,7 +39,7 @@ pub fn command(kind: VerdictKind) -> Option<&'static str> {
         VerdictKind::Trap => Some("error"),
         VerdictKind::Opportunity => Some("warning"),
         VerdictKind::Wall | VerdictKind::Unverified => Some("notice"),
-        VerdictKind::Open => None,
+        VerdictKind::Open | VerdictKind::NoKernel => None,
     }
 }
 
@@ -103,6 +103,7 @@ fn annotation_rank(kind: VerdictKind) -> usize {
         VerdictKind::Opportunity => 2,
         VerdictKind::Unverified => 3,
         VerdictKind::Open => 4,
+        VerdictKind::NoKernel => 5,
     }
 }
 
@@ -185,7 +186,7 @@ impl Finding<'_> {
     }
 }
 
-/// Every non-open verdict, in report order.
+/// Every finding (`VerdictKind::is_finding`), in report order.
 fn findings<'a>(report: &'a AuditReport) -> Vec<Finding<'a>> {
     let Some(verdicts) = report.verdicts else {
         return Vec::new();
@@ -193,7 +194,7 @@ fn findings<'a>(report: &'a AuditReport) -> Vec<Finding<'a>> {
     let mut out = Vec::new();
     for (gate_index, (gate, per_target)) in report.result.gates.iter().zip(verdicts).enumerate() {
         for (target_index, verdict) in per_target.iter().enumerate().take(report.targets.len()) {
-            if verdict.kind != VerdictKind::Open {
+            if verdict.kind.is_finding() {
                 out.push(Finding {
                     gate_index,
                     gate,
@@ -384,6 +385,7 @@ fn summary_rank(kind: VerdictKind) -> usize {
         VerdictKind::Wall => 2,
         VerdictKind::Unverified => 3,
         VerdictKind::Open => 4,
+        VerdictKind::NoKernel => 5,
     }
 }
 
@@ -422,7 +424,7 @@ pub fn append_step_summary_to(
 mod tests {
     use super::*;
     use crate::report::sarif::fixture::{Fixture, SM100, SM120, gate};
-    use VerdictKind::{Open, Opportunity, Trap, Unverified, Wall};
+    use VerdictKind::{NoKernel, Open, Opportunity, Trap, Unverified, Wall};
 
     fn lines(text: &str) -> Vec<&str> {
         text.lines().collect()
@@ -628,14 +630,15 @@ mod tests {
         );
         f.add(gate("sglang", "sglang/b.py", 9, "x"), &[Wall, Open]);
         f.add(gate("sglang", "sglang/c.py", 2, "y"), &[Open, Unverified]);
+        f.add(gate("sglang", "sglang/d.py", 7, "z"), &[NoKernel, NoKernel]);
         f.verdicts[1][0].evidence = vec!["<script> | *bold*".into()];
         let summary = step_summary(&f.report(), None);
         assert!(summary.starts_with("## gatefix audit\n"));
         let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with('|')).collect();
         let counts = rows.iter().find(|r| r.starts_with("| sm_120 |")).unwrap();
-        assert_eq!(cells(counts), ["sm_120", "1", "0", "1", "0", "1"]);
+        assert_eq!(cells(counts), ["sm_120", "1", "0", "1", "0", "1", "1"]);
         let counts = rows.iter().find(|r| r.starts_with("| sm_100 |")).unwrap();
-        assert_eq!(cells(counts), ["sm_100", "0", "0", "0", "1", "2"]);
+        assert_eq!(cells(counts), ["sm_100", "0", "0", "0", "1", "2", "1"]);
         let (_, section) = summary.split_once("### Findings").unwrap();
         let findings: Vec<Vec<String>> = section
             .lines()

@@ -247,6 +247,7 @@ thead th{background:#f6f8fa;cursor:default}table.sortable thead th{cursor:pointe
 .trap{background:#ffd8d3;color:#86181d}.opportunity{background:#fff1c2;color:#6a4b00}\
 .wall{background:#e1e4e8;color:#24292f}.open,.yes{background:#d2f4d8;color:#116329}\
 .unverified,.unknown{background:#eef1f4;color:#57606a}.no{background:#e1e4e8;color:#24292f}\
+.no-kernel{background:#ddf4ff;color:#0550ae}\
 details summary{cursor:pointer}details ol{margin:.3em 0 .3em 1.2em;padding:0;font-size:.92em}\
 code{font:12.5px ui-monospace,monospace;word-break:break-all}\
 .bar-row{display:flex;align-items:center;gap:.6em;margin:.15em 0}\

@@ -252,10 +252,16 @@ fn summary(report: &AuditReport, width: usize, palette: &Palette, out: &mut Stri
                 });
             }
             let last = parts.pop().unwrap_or_default();
+            // `no-kernel` is said only where there is one: most sites' gates call code
+            // outside the site, and none is proven to launch nothing.
+            let no_kernel = match count(VerdictKind::NoKernel) {
+                0 => String::new(),
+                n => format!(", {n} no-kernel"),
+            };
             parts.push(format!(
-                "{last}; {} unverified, {} open",
+                "{last}; {} unverified, {} open{no_kernel}",
                 count(VerdictKind::Unverified),
-                count(VerdictKind::Open)
+                count(VerdictKind::Open),
             ));
         }
         let label = format!("{target}: ");

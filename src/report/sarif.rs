@@ -316,6 +316,14 @@ fn rule_text(kind: VerdictKind) -> RuleText {
             help: "Informational: nothing to do.",
             level: "none",
         },
+        VerdictKind::NoKernel => RuleText {
+            name: "ArchGateNoKernel",
+            full: "The code an architecture gate decides was read whole (every call followed \
+                   to its definition) and launches no kernel: the gate changes Python \
+                   behaviour only, at any target.",
+            help: "Informational: opening or closing it changes no kernel.",
+            level: "none",
+        },
     }
 }
 
@@ -444,7 +452,7 @@ pub fn render(report: &AuditReport, anchor: Option<&Anchor>) -> String {
         for (gate, per_target) in report.result.gates.iter().zip(verdicts) {
             for (target_index, verdict) in per_target.iter().enumerate().take(report.targets.len())
             {
-                if verdict.kind != VerdictKind::Open {
+                if verdict.kind.is_finding() {
                     results.push(result(report, gate, target_index, verdict, anchor));
                 }
             }

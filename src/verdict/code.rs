@@ -43,6 +43,21 @@ pub struct Facts {
     /// For a call met only under conditions: the conditions every occurrence of it is under
     /// (byte ranges of the test in this file, and whether it runs where the test fails).
     pub call_conditions: HashMap<String, Vec<Condition>>,
+    /// The first thing in this code, besides calls, that a kernel search cannot see through,
+    /// in words: a call of a computed callee (`ops[name](x)`), a store into an object, an
+    /// item or a global, code too big to read whole. A search that met one is no proof that
+    /// the code reaches no kernel.
+    pub opaque: Option<String>,
+    /// Where this code hands a value out of its function (`return <value>`, `yield`).
+    pub returns_value: Option<u32>,
+    /// Where it binds a plain name (a module global, read in module-level code).
+    pub binds_name: Option<u32>,
+    /// The plain names it binds (`def` and `class` included), for telling whether a
+    /// function declares one `global`.
+    pub bound: BTreeSet<String>,
+    /// Where it leaves its block early (`return`, `raise`, `break`, `continue`, an `assert`
+    /// that may fail): what it skips is decided too.
+    pub leaves: Option<u32>,
 }
 
 /// The test of a branch a call is under: its byte range, and `negated` where the call runs
@@ -109,6 +124,17 @@ impl Facts {
             if !self.stores.contains(&store) {
                 self.stores.push(store);
             }
+        }
+        self.opaque = self.opaque.take().or(more.opaque);
+        self.returns_value = self.returns_value.or(more.returns_value);
+        self.binds_name = self.binds_name.or(more.binds_name);
+        self.bound.extend(more.bound);
+        self.leaves = self.leaves.or(more.leaves);
+    }
+
+    fn note_opaque(&mut self, why: impl FnOnce() -> String) {
+        if self.opaque.is_none() {
+            self.opaque = Some(why());
         }
     }
 }
@@ -519,7 +545,7 @@ impl FileCache {
 pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
     let (start, end) = parsed.gate_bytes(gate)?;
-    let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
+    let Enclosing { around, after, .. } = enclosing_ranges(src, &parsed.statements, start);
     // Most branches are read from the statement alone; only an error exit needs the
     // statements after it, parsed then.
     let (_, branch) = branch_of(cache.tree(src, around.clone()), start, end)?;
@@ -607,14 +633,27 @@ fn starts_with_falsy_return(branch: Node, src: &[u8]) -> bool {
 pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
     let (start, end) = parsed.gate_bytes(gate)?;
-    let Enclosing { around, after } = enclosing_ranges(src, &parsed.statements, start);
+    let Enclosing {
+        around,
+        after,
+        after_cut,
+    } = enclosing_ranges(src, &parsed.statements, start);
     let tree = cache.tree(src, [around, after].concat());
     let (parent, branch) = branch_of(tree, start, end)?;
     let picks_value = parent.kind() == "conditional_expression";
     if !(picks_value || matches!(parent.kind(), "if_statement" | "elif_clause")) || exits(branch) {
         return None;
     }
-    Some(code_after_statement(parent, src))
+    let mut found = code_after_statement(parent, src);
+    if after_cut {
+        found.note_opaque(|| {
+            format!(
+                "the code after line {} is in a long function, not read",
+                parent.start_position().row + 1
+            )
+        });
+    }
+    Some(found)
 }
 
 /// What runs after the statement that holds `node` (an `if`, an `elif`, a conditional
@@ -646,6 +685,13 @@ pub(crate) fn code_after_statement(node: Node, src: &[u8]) -> Facts {
             }
             let size = sibling.byte_range().len();
             if size > budget {
+                found.note_opaque(|| {
+                    format!(
+                        "the code after line {} is over {} KiB, read in part",
+                        sibling.start_position().row + 1,
+                        MAX_BODY_BYTES / 1024
+                    )
+                });
                 return found;
             }
             budget -= size;
@@ -801,6 +847,8 @@ pub(crate) struct Enclosing {
     /// them); none in a block the scan splits too, where following every call of a
     /// thousand-line function costs more than it finds.
     pub after: Vec<(usize, usize)>,
+    /// Statements after it were left out of `after` (a big block, the byte budget).
+    pub after_cut: bool,
 }
 
 pub(crate) fn enclosing_ranges(
@@ -830,11 +878,13 @@ pub(crate) fn enclosing_ranges_with(
         return Enclosing {
             around: vec![(0, src.len())],
             after: Vec::new(),
+            after_cut: false,
         };
     };
     let mut around = Vec::new();
     let mut range = statements[index];
     let mut following: Vec<(usize, usize)> = Vec::new();
+    let mut after_cut = false;
     loop {
         let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
         let Some(parts) = split_definition(src, range, indent) else {
@@ -844,11 +894,11 @@ pub(crate) fn enclosing_ranges_with(
         match body.iter().position(holds) {
             Some(i) if !holds(&header) => {
                 around.push(header);
-                following = if is_big_block(src, range) && !whole_blocks {
-                    Vec::new()
-                } else {
-                    body[i + 1..].to_vec()
-                };
+                following = body[i + 1..].to_vec();
+                if is_big_block(src, range) && !whole_blocks {
+                    after_cut = !following.is_empty();
+                    following = Vec::new();
+                }
                 range = body[i];
             }
             _ => break,
@@ -860,12 +910,17 @@ pub(crate) fn enclosing_ranges_with(
     for next in following {
         let size = next.1 - next.0;
         if size > budget {
+            after_cut = true;
             break;
         }
         budget -= size;
         after.push(next);
     }
-    Enclosing { around, after }
+    Enclosing {
+        around,
+        after,
+        after_cut,
+    }
 }
 
 /// The facts of a top-level definition's body.
@@ -889,8 +944,20 @@ pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
 }
 
 pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
+    facts_skipping(node, src, None)
+}
+
+/// `facts`, leaving out the node at `skip` (a gate's own test, which runs either way).
+fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts {
     let mut out = Facts::default();
     if node.byte_range().len() > MAX_BODY_BYTES {
+        out.note_opaque(|| {
+            format!(
+                "the code at line {} is over {} KiB, not read",
+                node.start_position().row + 1,
+                MAX_BODY_BYTES / 1024
+            )
+        });
         return out;
     }
     // Each node with whether it runs only under a condition of its own inside `node`, and
@@ -906,8 +973,47 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
             .collect()
     };
     while let Some((n, conditional, conditions)) = stack.pop() {
+        if skip == Some((n.start_byte(), n.end_byte())) {
+            continue;
+        }
         if out.calls.len() + out.strings.len() >= MAX_FACTS {
+            out.note_opaque(|| format!("more than {MAX_FACTS} calls and names, read in part"));
             break;
+        }
+        let line = n.start_position().row as u32 + 1;
+        match n.kind() {
+            "return_statement" => {
+                if n.named_child(0).is_some_and(|v| !is_none(v, src)) {
+                    out.returns_value.get_or_insert(line);
+                }
+                out.leaves.get_or_insert(line);
+            }
+            "yield" => {
+                out.returns_value.get_or_insert(line);
+            }
+            "raise_statement" | "break_statement" | "continue_statement" | "assert_statement" => {
+                out.leaves.get_or_insert(line);
+            }
+            // A definition binds its name where it stands (its body is its own).
+            "function_definition" | "class_definition" => {
+                if let Some(name) = n.child_by_field_name("name") {
+                    out.binds_name.get_or_insert(line);
+                    out.bound.insert(text(name, src).to_string());
+                }
+            }
+            "global_statement" | "nonlocal_statement" => {
+                out.note_opaque(|| format!("line {line} declares `{}`", squeeze(n)));
+            }
+            "augmented_assignment"
+            | "delete_statement"
+            | "for_statement"
+            | "named_expression"
+            | "import_statement"
+            | "import_from_statement"
+            | "as_pattern" => {
+                note_targets(n, src, &mut out);
+            }
+            _ => {}
         }
         match n.kind() {
             "call" => {
@@ -932,6 +1038,14 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
                 {
                     // `kernel[grid](...)`: a Triton launch calls the kernel.
                     out.add_call_under(squeeze(kernel), conditional, &conditions);
+                } else if let Some(function) = n.child_by_field_name("function") {
+                    // `ops[name](x)`, `getattr(m, f)(x)`, `make()(x)`: the callee is computed.
+                    out.note_opaque(|| {
+                        format!(
+                            "line {line} calls a computed callee `{}`",
+                            squeeze(function)
+                        )
+                    });
                 }
             }
             "string" if is_value_position(n) => {
@@ -940,6 +1054,7 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
                 }
             }
             "assignment" => {
+                note_targets(n, src, &mut out);
                 if let (Some(left), Some(right)) = (
                     n.child_by_field_name("left"),
                     n.child_by_field_name("right"),
@@ -993,6 +1108,145 @@ pub(crate) fn facts(node: Node, src: &[u8]) -> Facts {
         }
     }
     out
+}
+
+/// What a binding statement's targets do: a plain name is bound (`binds_name`); an
+/// attribute or an item is stored into an object other code may read (`opaque`).
+fn note_targets(statement: Node, src: &[u8], out: &mut Facts) {
+    let line = statement.start_position().row as u32 + 1;
+    let targets: Vec<Node> = match statement.kind() {
+        "assignment" | "augmented_assignment" | "for_statement" => {
+            statement.child_by_field_name("left").into_iter().collect()
+        }
+        "named_expression" => statement.child_by_field_name("name").into_iter().collect(),
+        "delete_statement" | "as_pattern" => {
+            let mut cursor = statement.walk();
+            statement
+                .named_children(&mut cursor)
+                .skip(usize::from(statement.kind() == "as_pattern"))
+                .collect()
+        }
+        // Imports bind names: an `import` statement's names are not told apart; `global`
+        // declarations of them are not looked for, so they count as module-level.
+        _ => {
+            out.binds_name.get_or_insert(line);
+            out.bound.insert("*".into());
+            return;
+        }
+    };
+    let mut stack = targets;
+    while let Some(target) = stack.pop() {
+        match target.kind() {
+            "identifier" => {
+                out.binds_name.get_or_insert(line);
+                out.bound.insert(text(target, src).to_string());
+            }
+            "attribute" | "subscript" => {
+                out.note_opaque(|| {
+                    format!(
+                        "line {line} stores into `{}`",
+                        String::from_utf8_lossy(&src[target.byte_range()])
+                    )
+                });
+            }
+            _ => {
+                let mut cursor = target.walk();
+                stack.extend(target.named_children(&mut cursor));
+            }
+        }
+    }
+}
+
+/// The arms of the statement a gate is the test of, other than the one it selects: the
+/// `elif` and `else` clauses after it; for a conditional expression, the whole statement it
+/// stands in (the other value, and where the value goes). The gate
+/// chooses between its branch and these. `None` where the gate is no such test (a `while`
+/// condition, an operand): gatefix does not read what else it decides then.
+pub fn other_arms(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
+    let src = &parsed.src;
+    let (start, end) = parsed.gate_bytes(gate)?;
+    let Enclosing { around, .. } = enclosing_ranges(src, &parsed.statements, start);
+    let tree = cache.tree(src, around);
+    let (parent, branch) = branch_of(tree, start, end)?;
+    let mut found = Facts::default();
+    match parent.kind() {
+        // The value the expression picks goes where its statement puts it (a name, a
+        // call's argument, a `return`): the whole statement is what the gate decides.
+        "conditional_expression" => {
+            let mut statement = parent;
+            while let Some(up) = statement.parent() {
+                if matches!(up.kind(), "block" | "module") {
+                    break;
+                }
+                statement = up;
+            }
+            // A default or a decorator: the value goes into a body gatefix did not read.
+            if matches!(
+                statement.kind(),
+                "function_definition" | "class_definition" | "decorated_definition"
+            ) {
+                return None;
+            }
+            found.extend(facts_skipping(statement, src, Some((start, end))));
+        }
+        "if_statement" | "elif_clause" => {
+            // An `elif`'s later clauses are its `if` statement's children after it.
+            let (statement, after) = match parent.kind() {
+                "elif_clause" => (parent.parent()?, parent.end_byte()),
+                _ => (parent, branch.end_byte()),
+            };
+            let mut cursor = statement.walk();
+            for clause in statement.named_children(&mut cursor) {
+                if clause.start_byte() >= after
+                    && matches!(clause.kind(), "elif_clause" | "else_clause")
+                {
+                    found.extend(facts(clause, src));
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(found)
+}
+
+/// Whether a `global` or `nonlocal` statement of the file declares one of `names` (`*`: any
+/// name): a binding of it then outlives the function.
+pub fn declared_outside(src: &[u8], names: &BTreeSet<String>) -> bool {
+    let any = names.contains("*");
+    src.split(|&b| b == b'\n').any(|line| {
+        let line = line.trim_ascii_start();
+        let rest = line
+            .strip_prefix(b"global ")
+            .or_else(|| line.strip_prefix(b"nonlocal "));
+        rest.is_some_and(|rest| {
+            let rest = rest.split(|&b| b == b'#').next().unwrap_or(rest);
+            any || rest
+                .split(|&b| b == b',')
+                .any(|name| names.contains(String::from_utf8_lossy(name.trim_ascii()).as_ref()))
+        })
+    })
+}
+
+/// Whether `node` sits in a loop of its function (or of the module's code): what a branch
+/// binds there may be read at the top of the next pass, before the branch.
+pub fn in_loop(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> bool {
+    let src = &parsed.src;
+    let Some((start, end)) = parsed.gate_bytes(gate) else {
+        return true;
+    };
+    let Enclosing { around, .. } = enclosing_ranges(src, &parsed.statements, start);
+    let tree = cache.tree(src, around);
+    let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
+        return true;
+    };
+    while let Some(parent) = node.parent() {
+        match parent.kind() {
+            "for_statement" | "while_statement" => return true,
+            "function_definition" | "class_definition" | "lambda" => return false,
+            _ => node = parent,
+        }
+    }
+    false
 }
 
 /// Whether `node` is the `field` child of `parent`.

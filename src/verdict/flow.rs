@@ -47,7 +47,8 @@ pub enum Hop {
     /// Code that runs when the flag holds, in `module`; `what` says where (`file:line ...`).
     Code {
         module: String,
-        facts: Facts,
+        /// Boxed: `Facts` is large, and most hops are flags or stops.
+        facts: Box<Facts>,
         what: String,
         guards: Vec<Guard>,
     },
@@ -741,7 +742,7 @@ impl Reader<'_> {
         }
         out.push(Hop::Code {
             module: place.parsed.module.clone(),
-            facts: found,
+            facts: Box::new(found),
             what,
             guards,
         });

@@ -123,8 +123,14 @@ pub fn judge_prepared(
                 .iter()
                 .map(|&target| {
                     let verdict = verdict(gate, link, target, cuda, &index, site, &scan.gates);
+                    // A gate that sets a launch attribute is decided by the hardware's
+                    // features, also where the code it decides launches nothing itself.
+                    let undecided = matches!(
+                        verdict.kind,
+                        VerdictKind::Unverified | VerdictKind::NoKernel
+                    );
                     match &feature {
-                        Some(feature) if verdict.kind == VerdictKind::Unverified => {
+                        Some(feature) if undecided => {
                             launch_feature_verdict(gate, link, feature, target, cuda, &scan.gates)
                                 .unwrap_or(verdict)
                         }
@@ -477,6 +483,14 @@ fn verdict(
         (admits, vec![line])
     };
     let links = match &link.outcome {
+        LinkOutcome::NotLinked(_) if let Some(read) = &link.complete => {
+            evidence.push(format!("chooses no kernel: {read}"));
+            return Verdict {
+                kind: VerdictKind::NoKernel,
+                evidence,
+                kernels: Vec::new(),
+            };
+        }
         LinkOutcome::NotLinked(why) => {
             evidence.push(format!("no kernel link: {why}"));
             // The kind of the first stop, in one word a script can count.
@@ -673,6 +687,7 @@ mod tests {
             returns_early: false,
             stop: stop.map(String::from),
             reached_under: Vec::new(),
+            complete: None,
         }
     }
 

@@ -68,6 +68,9 @@ pub struct GateLink {
     /// Gates in the conditions of the `if`s the gate itself sits in: where one blocks a
     /// target, the gate is never reached there (`if is_sm100: ... if x == 9:`).
     pub reached_under: Vec<Guard>,
+    /// Set where the search found no kernel and left nothing out (`Linker::completeness`):
+    /// what was read, in words. The gate then chooses no kernel at all.
+    pub complete: Option<String>,
 }
 
 pub struct Linker<'a> {
@@ -93,6 +96,9 @@ struct Search {
     stores: Vec<(FlagKey, Vec<String>)>,
     /// Hops the search did not take (see `Unfollowed`).
     unfollowed: Unfollowed,
+    /// The first thing in the followed code the search cannot see through (`Facts::opaque`),
+    /// or a value the gated code hands out of its function, with where.
+    opaque: Option<String>,
 }
 
 /// How many hops a search did not take, and the first of them (the stop's evidence): only
@@ -207,7 +213,8 @@ impl Linker<'_> {
             .and_then(|p| gated_branch(p, gate, cache));
         let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
         let returns_early = branch.as_ref().is_some_and(|b| b.returns_early);
-        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache);
+        let mut complete = None;
+        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache, &mut complete);
         let reached_under = parsed
             .and_then(|p| {
                 let (start, end) = p.gate_bytes(gate)?;
@@ -224,6 +231,7 @@ impl Linker<'_> {
                 outcome,
                 stop,
                 reached_under,
+                complete,
             },
             seeds,
         )
@@ -235,6 +243,7 @@ impl Linker<'_> {
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
         cache: &mut FileCache,
+        complete: &mut Option<String>,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let declared: Vec<Link> = self
             .rules
@@ -274,7 +283,7 @@ impl Linker<'_> {
                 Vec::new(),
             );
         }
-        self.follow_gate(gate, parsed, branch, cache)
+        self.follow_gate(gate, parsed, branch, cache, complete)
     }
 
     fn own_generator(&self, gate: &Gate) -> Option<String> {
@@ -285,12 +294,15 @@ impl Linker<'_> {
             .map(|g| g.id.clone())
     }
 
+    /// `complete`: set where the search proves the gate chooses no kernel
+    /// (`completeness`).
     fn follow_gate(
         &self,
         gate: &Gate,
         parsed: Option<&Parsed>,
         branch: Option<Facts>,
         cache: &mut FileCache,
+        complete: &mut Option<String>,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let Some(parsed) = parsed else {
             let why = if gate.guards_branch {
@@ -313,6 +325,7 @@ impl Linker<'_> {
             calls_seen: 0,
             stores: Vec::new(),
             unfollowed: Unfollowed::default(),
+            opaque: None,
         };
         let start = if facts.returns_early {
             format!(
@@ -337,6 +350,7 @@ impl Linker<'_> {
         );
         // A branch that only sets values configures the code after it: that code's kernels
         // are the ones the gate decides.
+        let mut followed_after = None;
         if search.links.is_empty()
             && search.stores.is_empty()
             && !facts.raises
@@ -354,6 +368,7 @@ impl Linker<'_> {
                 &Reach::start(),
                 &mut search,
             );
+            followed_after = Some(after);
         }
         let mut seeds: Vec<Seed> = search
             .stores
@@ -386,6 +401,12 @@ impl Linker<'_> {
                 )],
                 Vec::new(),
             ));
+        }
+        if search.links.is_empty()
+            && seeds.is_empty()
+            && let Some(after) = &followed_after
+        {
+            *complete = self.completeness(gate, parsed, &facts, after, &search, cache);
         }
         if search.links.is_empty() {
             // The first hop the search did not take is where a reviewer (or a `[[link]]`
@@ -498,6 +519,87 @@ impl Linker<'_> {
         not_linked(why, kind, seeds)
     }
 
+    /// Whether a search that found no kernel and set no flag read everything the gate
+    /// decides, so that the gate chooses no kernel at all: the other arms of its `if` (or
+    /// conditional expression) reach none either, every call on the way was followed to its
+    /// definition, and nothing the code does hides where it goes (a computed callee, a store
+    /// into an object or a global, a value handed out of the function, an early exit that
+    /// skips code, a name bound at module level or read on a loop's next pass). `None`
+    /// unless all of that holds; else what was read, for the verdict's evidence.
+    fn completeness(
+        &self,
+        gate: &Gate,
+        parsed: &Parsed,
+        branch: &Facts,
+        after: &Facts,
+        search: &Search,
+        cache: &mut FileCache,
+    ) -> Option<String> {
+        if search.calls_seen >= MAX_STEPS {
+            return None;
+        }
+        let others = super::code::other_arms(parsed, gate, cache)?;
+        // An exit skips code, and a value handed to the function's callers goes where
+        // gatefix did not follow.
+        if [branch, &others]
+            .iter()
+            .any(|f| f.leaves.is_some() || f.returns_value.is_some())
+        {
+            return None;
+        }
+        // A name bound by the gated code is read after it (followed), unless it outlives
+        // the function: a module's name, a `global`, or a name read again on a loop's next
+        // pass, before the gate; or the function returns what it reads.
+        let binds = branch.binds_name.or(others.binds_name).is_some();
+        if binds && after.returns_value.is_some() {
+            return None;
+        }
+        if binds {
+            let bound: BTreeSet<String> = branch.bound.union(&others.bound).cloned().collect();
+            if gate.function.is_none()
+                || super::code::declared_outside(&parsed.src, &bound)
+                || super::code::in_loop(parsed, gate, cache)
+            {
+                return None;
+            }
+        }
+        // The other arms are searched on their own: what they reach is not the gated
+        // path's, and must not become its links.
+        let mut arms = Search {
+            links: Vec::new(),
+            visited: search.visited.clone(),
+            calls_seen: search.calls_seen,
+            stores: Vec::new(),
+            unfollowed: Unfollowed::default(),
+            opaque: None,
+        };
+        let read_arms = !others.calls.is_empty() || others.opaque.is_some();
+        if read_arms {
+            let start = format!("{}:{} the gate's other arms", gate.file, gate.line);
+            self.follow(
+                parsed,
+                &others,
+                &[start],
+                gate.dist.as_deref(),
+                &Reach::start(),
+                &mut arms,
+            );
+        }
+        let clean = [search, &arms].iter().all(|s| {
+            s.links.is_empty()
+                && s.stores.is_empty()
+                && s.unfollowed.count == 0
+                && s.opaque.is_none()
+        }) && arms.calls_seen < MAX_STEPS;
+        clean.then(|| {
+            format!(
+                "the gated code{} was read whole: {} call(s) followed to their definitions, up to {MAX_HOPS} hops; none reaches a JIT generator, native op, DSL or Triton kernel or a known backend, and nothing on the way hides where it goes",
+                if read_arms { " and the gate's other arms" } else { "" },
+                arms.calls_seen
+            )
+        })
+    }
+
     fn reader(&self) -> Reader<'_> {
         Reader {
             code: self.code,
@@ -525,6 +627,7 @@ impl Linker<'_> {
             calls_seen: 0,
             stores: Vec::new(),
             unfollowed: Unfollowed::default(),
+            opaque: None,
         };
         self.follow(&parsed, facts, &chain, dist, &Reach::start(), &mut search);
         let mut links = search.links;
@@ -720,6 +823,11 @@ impl Linker<'_> {
             conditional,
             ref guards,
         } = *reach;
+        if search.opaque.is_none()
+            && let Some(why) = &facts.opaque
+        {
+            search.opaque = Some(format!("{}: {why}", file_of_module(parsed)));
+        }
         for store in &facts.stores {
             let mut key = store.key.clone();
             if let FlagKey::Global { module, .. } = &mut key

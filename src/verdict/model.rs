@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-/// The five verdicts, worst first in the order a reader should look at them.
+/// The six verdicts, worst first in the order a reader should look at them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictKind {
@@ -17,15 +17,19 @@ pub enum VerdictKind {
     Unverified,
     /// Admits the target, and a kernel for it exists.
     Open,
+    /// The code the gate decides was read whole and launches no kernel, whatever it admits:
+    /// the gate changes Python behaviour only.
+    NoKernel,
 }
 
 impl VerdictKind {
-    pub const ALL: [VerdictKind; 5] = [
+    pub const ALL: [VerdictKind; 6] = [
         VerdictKind::Trap,
         VerdictKind::Opportunity,
         VerdictKind::Wall,
         VerdictKind::Unverified,
         VerdictKind::Open,
+        VerdictKind::NoKernel,
     ];
 
     pub fn name(self) -> &'static str {
@@ -35,7 +39,14 @@ impl VerdictKind {
             VerdictKind::Wall => "wall",
             VerdictKind::Unverified => "unverified",
             VerdictKind::Open => "open",
+            VerdictKind::NoKernel => "no-kernel",
         }
+    }
+
+    /// Whether the verdict asks something of the reader (a finding CI can fail on, a
+    /// baseline can hold): every kind but `open` and `no-kernel`.
+    pub fn is_finding(self) -> bool {
+        !matches!(self, VerdictKind::Open | VerdictKind::NoKernel)
     }
 
     pub fn parse(text: &str) -> Option<VerdictKind> {
@@ -54,6 +65,9 @@ impl VerdictKind {
             VerdictKind::Wall => "the gate blocks the target and no kernel for it exists",
             VerdictKind::Unverified => "no kernel could be linked to the gated path",
             VerdictKind::Open => "the gate admits the target and a kernel for it exists",
+            VerdictKind::NoKernel => {
+                "the code the gate decides was read whole and launches no kernel"
+            }
         }
     }
 }
