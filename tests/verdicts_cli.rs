@@ -958,7 +958,8 @@ fn an_unlinked_search_names_its_first_unfollowed_hop() {
 }
 
 /// A gate whose code was read whole and launches nothing is `no-kernel` (logging, a message,
-/// a local setting the code after reads), with what was read as its evidence. Gates that
+/// a local setting the code after reads, also where the function returns something not made
+/// from it), with what was read as its evidence. Gates that
 /// look alike but decide more stay `unverified`: another arm that builds a JIT module (and
 /// whose kernel is not taken for the gate's), a value handed to the callers (directly, or a
 /// setting the function returns), a module global, a `global`, a computed callee, a binding
@@ -982,18 +983,20 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
     assert_eq!(
         table,
         vec![
-            row(18, "no-kernel"),  // log_only
-            row(26, "no-kernel"),  // message_only
-            row(32, "no-kernel"),  // local_setting
-            row(38, "unverified"), // else_builds
-            row(46, "unverified"), // returns_choice
-            row(50, "unverified"), // MODE
-            row(57, "unverified"), // enable (global)
-            row(65, "unverified"), // dispatch (computed callee)
-            row(74, "unverified"), // in_loop
-            row(79, "unverified"), // asserts
-            row(85, "unverified"), // stores
-            row(92, "unverified"), // returns_setting
+            row(18, "no-kernel"),   // log_only
+            row(26, "no-kernel"),   // message_only
+            row(32, "no-kernel"),   // local_setting
+            row(38, "unverified"),  // else_builds
+            row(46, "unverified"),  // returns_choice
+            row(50, "unverified"),  // MODE
+            row(57, "unverified"),  // enable (global)
+            row(65, "unverified"),  // dispatch (computed callee)
+            row(74, "unverified"),  // in_loop
+            row(79, "unverified"),  // asserts
+            row(85, "unverified"),  // stores
+            row(92, "unverified"),  // returns_setting
+            row(99, "no-kernel"),   // returns_other: the value returned is not the setting
+            row(107, "unverified"), // returns_derived: made from the setting
         ]
     );
     let (_, evidence) = verdict_at(&doc, "flashinfer/choose.py", 18);
@@ -1014,5 +1017,5 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
     let sarif = audit(&site, &["--target", "sm_120", "--format", "sarif"]);
     let sarif: Value = serde_json::from_slice(&sarif.stdout).unwrap();
     let results = sarif["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 9, "the nine unverified verdicts only");
+    assert_eq!(results.len(), 10, "the ten unverified verdicts only");
 }

@@ -55,6 +55,11 @@ pub struct Facts {
     /// The plain names it binds (`def` and `class` included), for telling whether a
     /// function declares one `global`.
     pub bound: BTreeSet<String>,
+    /// Each binding statement's names and the names its value reads (`*`: any, for a
+    /// definition whose body was not read): how a value moves from name to name.
+    pub flows: Vec<(Vec<String>, BTreeSet<String>)>,
+    /// The names the values it returns or yields read.
+    pub returned_reads: BTreeSet<String>,
     /// Where it leaves its block early (`return`, `raise`, `break`, `continue`, an `assert`
     /// that may fail): what it skips is decided too.
     pub leaves: Option<u32>,
@@ -129,6 +134,8 @@ impl Facts {
         self.returns_value = self.returns_value.or(more.returns_value);
         self.binds_name = self.binds_name.or(more.binds_name);
         self.bound.extend(more.bound);
+        self.flows.extend(more.flows);
+        self.returned_reads.extend(more.returned_reads);
         self.leaves = self.leaves.or(more.leaves);
     }
 
@@ -983,13 +990,15 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
         let line = n.start_position().row as u32 + 1;
         match n.kind() {
             "return_statement" => {
-                if n.named_child(0).is_some_and(|v| !is_none(v, src)) {
+                if let Some(value) = n.named_child(0).filter(|v| !is_none(*v, src)) {
                     out.returns_value.get_or_insert(line);
+                    out.returned_reads.extend(identifiers(value, src));
                 }
                 out.leaves.get_or_insert(line);
             }
             "yield" => {
                 out.returns_value.get_or_insert(line);
+                out.returned_reads.extend(identifiers(n, src));
             }
             "raise_statement" | "break_statement" | "continue_statement" | "assert_statement" => {
                 out.leaves.get_or_insert(line);
@@ -999,6 +1008,11 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
                 if let Some(name) = n.child_by_field_name("name") {
                     out.binds_name.get_or_insert(line);
                     out.bound.insert(text(name, src).to_string());
+                    // Its body may read any name around it (a closure).
+                    out.flows.push((
+                        vec![text(name, src).to_string()],
+                        BTreeSet::from(["*".to_string()]),
+                    ));
                 }
             }
             "global_statement" | "nonlocal_statement" => {
@@ -1134,12 +1148,29 @@ fn note_targets(statement: Node, src: &[u8], out: &mut Facts) {
             return;
         }
     };
+    // What the bound names take their value from (an augmented target reads itself too).
+    let value = match statement.kind() {
+        "assignment" | "augmented_assignment" | "for_statement" => {
+            statement.child_by_field_name("right")
+        }
+        "named_expression" => statement.child_by_field_name("value"),
+        _ => None,
+    };
+    let mut reads = value.map_or_else(
+        || BTreeSet::from(["*".to_string()]),
+        |value| identifiers(value, src),
+    );
+    if statement.kind() == "augmented_assignment" {
+        reads.extend(targets.iter().flat_map(|t| identifiers(*t, src)));
+    }
+    let mut names = Vec::new();
     let mut stack = targets;
     while let Some(target) = stack.pop() {
         match target.kind() {
             "identifier" => {
                 out.binds_name.get_or_insert(line);
                 out.bound.insert(text(target, src).to_string());
+                names.push(text(target, src).to_string());
             }
             "attribute" | "subscript" => {
                 out.note_opaque(|| {
@@ -1155,6 +1186,55 @@ fn note_targets(statement: Node, src: &[u8], out: &mut Facts) {
             }
         }
     }
+    if !names.is_empty() {
+        out.flows.push((names, reads));
+    }
+}
+
+/// The names an expression reads (every identifier in it: attribute names too, which only
+/// makes a name look read where it is not).
+fn identifiers(node: Node, src: &[u8]) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" {
+            names.insert(text(n, src).to_string());
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    names
+}
+
+/// Whether a value bound to one of `bound` may reach one of `read` through the bindings of
+/// `flows` (each binding's names take the names its value reads).
+pub fn may_flow(
+    bound: &BTreeSet<String>,
+    flows: &[(Vec<String>, BTreeSet<String>)],
+    read: &BTreeSet<String>,
+) -> bool {
+    if read.is_empty() {
+        return false;
+    }
+    if bound.contains("*") || read.contains("*") {
+        return true;
+    }
+    let mut tainted = bound.clone();
+    loop {
+        let mut grew = false;
+        for (names, reads) in flows {
+            if reads.contains("*") || reads.iter().any(|r| tainted.contains(r)) {
+                for name in names {
+                    grew |= tainted.insert(name.clone());
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    read.iter().any(|r| tainted.contains(r))
 }
 
 /// The arms of the statement a gate is the test of, other than the one it selects: the

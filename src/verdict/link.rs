@@ -549,13 +549,13 @@ impl Linker<'_> {
         }
         // A name bound by the gated code is read after it (followed), unless it outlives
         // the function: a module's name, a `global`, or a name read again on a loop's next
-        // pass, before the gate; or the function returns what it reads.
+        // pass, before the gate; or the function returns a value made from it.
         let binds = branch.binds_name.or(others.binds_name).is_some();
-        if binds && after.returns_value.is_some() {
-            return None;
-        }
         if binds {
             let bound: BTreeSet<String> = branch.bound.union(&others.bound).cloned().collect();
+            if super::code::may_flow(&bound, &after.flows, &after.returned_reads) {
+                return None;
+            }
             if gate.function.is_none()
                 || super::code::declared_outside(&parsed.src, &bound)
                 || super::code::in_loop(parsed, gate, cache)

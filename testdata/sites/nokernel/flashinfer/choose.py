@@ -92,3 +92,19 @@ def returns_setting():
     if torch.cuda.get_device_capability()[0] >= 9:
         tile = 128
     return tile
+
+
+def returns_other(x):
+    tile = 64
+    if torch.cuda.get_device_capability()[0] >= 9:
+        tile = 128
+    logger.info("tile %d", tile)
+    return x
+
+
+def returns_derived():
+    tile = 64
+    if torch.cuda.get_device_capability()[0] >= 9:
+        tile = 128
+    blocks = tile * 2
+    return blocks
