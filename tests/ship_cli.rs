@@ -6,7 +6,9 @@ mod common;
 
 use std::path::Path;
 
-use common::fixture::{FUSION_SITE, run, run_env, stderr, stdout, venv_args, venv_copy};
+use common::fixture::{
+    FUSION_SITE, copy_tree, hash_tree, run, run_env, stderr, stdout, venv_args, venv_copy,
+};
 
 const SITE: &str = "testdata/sites/verdicts";
 
@@ -568,6 +570,64 @@ fn explain_a_raise_whose_guard_is_an_opportunity_says_the_gate_can_open() {
             && text.contains("must stay closed"),
         "{text}"
     );
+}
+
+/// After an apply, explain names the transaction that wrote the file it finds the check in,
+/// with the command that undoes it; after the revert it no longer does. The ledger is only
+/// read.
+#[test]
+fn explain_names_the_gatefix_transaction_that_wrote_the_file() {
+    let temp = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(SITE), temp.path());
+    let site = temp.path().display().to_string();
+    let out = run([
+        "apply",
+        "sm_120",
+        "--site",
+        &site,
+        "--unsafe-fixes",
+        "--all-opportunities",
+        "--cuda",
+        "12.8",
+    ]);
+    // Exit 3: a curated patch for this sglang release is refused (the fixture lacks its
+    // file); the synthesized fixes are applied.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("applied as transaction 1"),
+        "{}",
+        stdout(&out)
+    );
+    let ask = [NEEDS_SM90, "--target", "sm_120", "--cuda", "12.8"];
+    let before = hash_tree(temp.path());
+    let out = explain(temp.path(), &ask);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("gatefix wrote "))
+        .unwrap_or_else(|| panic!("no transaction line:\n{text}"));
+    assert!(
+        line.starts_with(
+            "gatefix wrote sglang/srt/layers/backends.py in transaction 1 (apply sm_120: "
+        ) && line.contains("(unsafe)")
+            && line.ends_with(&format!("undo it: gatefix revert 1 --site {site}")),
+        "{line}"
+    );
+    assert_eq!(hash_tree(temp.path()), before, "explain writes nothing");
+    let (_, json) = explain_json(temp.path(), &ask);
+    assert_eq!(json["transactions"][0]["txn"], 1);
+    assert_eq!(
+        json["transactions"][0]["files"],
+        serde_json::json!(["sglang/srt/layers/backends.py"])
+    );
+
+    let out = run(["revert", "--site", &site]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&explain(temp.path(), &ask));
+    assert!(!text.contains("gatefix wrote"), "{text}");
+    let (_, json) = explain_json(temp.path(), &ask);
+    assert_eq!(json["transactions"], serde_json::json!([]));
 }
 
 /// `... 2>&1 | gatefix explain` and `gatefix explain -` read the message (or a whole log)

@@ -16,7 +16,7 @@ use crate::kernel::requirement::Requirement;
 use crate::patch::PatchSet;
 use crate::report::explain::{
     Capture, Conclusion, Explanation, GateReach, GeneratorFinding, GuardFinding, PatchAdvice,
-    RaiseSite, render_human, render_json,
+    RaiseSite, TransactionNote, render_human, render_json,
 };
 use crate::rules::Rules;
 use crate::scan::{ScanOptions, ScanResult, scan_with};
@@ -153,6 +153,7 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         target: target.to_string(),
         raises: Vec::new(),
         patches: Vec::new(),
+        transactions: Vec::new(),
         conclusion: Conclusion::NotFound,
     };
     if matches.is_empty() {
@@ -197,6 +198,7 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         .flat_map(|r| r.generators.iter().map(|g| g.id.as_str()))
         .collect();
     explanation.patches = context.patches(&generators);
+    explanation.transactions = transactions(&site.root, &named_files(&explanation.raises));
     let guards_raising = || {
         explanation
             .raises
@@ -232,6 +234,71 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
     // The scan's trees are large and the process ends here: leave them to the OS.
     std::mem::forget(scan);
     Ok(exit::OK)
+}
+
+/// The files the findings name: the raise sites, their guards, the generators and the
+/// gates that reach them.
+fn named_files(raises: &[RaiseSite]) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for raise in raises {
+        files.push(raise.file.clone());
+        files.extend(raise.guard.iter().map(|g| g.file.clone()));
+        for generator in &raise.generators {
+            files.push(generator.file.clone());
+            files.extend(generator.reached_from.iter().map(|g| g.file.clone()));
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// The applies still in effect in the site's ledger that wrote one of `files`, oldest
+/// first. The ledger is only read (opened without the repairs a writing command makes); one
+/// that cannot be read is said on stderr and left out.
+fn transactions(root: &std::path::Path, files: &[String]) -> Vec<TransactionNote> {
+    use crate::ledger::Ledger;
+    use crate::ledger::history::History;
+    let read = || -> Result<Option<History>> {
+        let (dir, _) = crate::ledger::place::resolve(root, None)?;
+        match Ledger::open_unchecked(&dir, root)? {
+            Some(ledger) => History::read(&ledger).map(Some),
+            None => Ok(None),
+        }
+    };
+    let history = match read() {
+        Ok(Some(history)) => history,
+        Ok(None) => return Vec::new(),
+        Err(error) => {
+            eprintln!(
+                "gatefix: the site's ledger could not be read ({error}); transactions are not shown"
+            );
+            return Vec::new();
+        }
+    };
+    history
+        .active_applies()
+        .into_iter()
+        .filter_map(|record| {
+            let wrote: Vec<String> = record
+                .files
+                .iter()
+                .filter(|f| files.contains(f))
+                .cloned()
+                .collect();
+            (!wrote.is_empty()).then(|| TransactionNote {
+                txn: record.txn,
+                target: record.target.clone(),
+                patches: record
+                    .patches
+                    .iter()
+                    .map(|p| format!("{} ({})", p.id, p.class))
+                    .collect(),
+                files: wrote,
+                revert: format!("gatefix revert {} --site {}", record.txn, root.display()),
+            })
+        })
+        .collect()
 }
 
 fn print(explanation: &Explanation, format: Format) {

@@ -22,7 +22,24 @@ pub struct Explanation {
     pub raises: Vec<RaiseSite>,
     /// Shipped patches related to the generators found.
     pub patches: Vec<PatchAdvice>,
+    /// gatefix transactions still in effect that wrote a file the findings name: the gate
+    /// may be open (or the check changed) because of them.
+    pub transactions: Vec<TransactionNote>,
     pub conclusion: Conclusion,
+}
+
+/// One transaction of the site's ledger that wrote files the explanation names.
+#[derive(Debug, Serialize)]
+pub struct TransactionNote {
+    pub txn: u32,
+    /// The target it was applied for (`sm_120`).
+    pub target: Option<String>,
+    /// Its patches, `id (safe)` or `id (unsafe)` (a fix synthesized from the audit).
+    pub patches: Vec<String>,
+    /// The files it wrote that the findings name.
+    pub files: Vec<String>,
+    /// The command that undoes it, byte for byte.
+    pub revert: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -139,6 +156,21 @@ pub fn render_human(e: &Explanation) -> String {
     let _ = writeln!(out, "explain: {shown}");
     if matches!(e.conclusion, Conclusion::NotFound) {
         return out;
+    }
+    // First: a file gatefix wrote is the likeliest cause of a crash that followed it.
+    for t in &e.transactions {
+        let _ = writeln!(
+            out,
+            "gatefix wrote {} in transaction {} (apply{}: {}); if the error came after it, undo it: {}",
+            t.files.join(", "),
+            t.txn,
+            t.target
+                .as_deref()
+                .map(|target| format!(" {target}"))
+                .unwrap_or_default(),
+            t.patches.join(", "),
+            t.revert
+        );
     }
     let target = &e.target;
     for raise in &e.raises {
