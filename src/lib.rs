@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod ledger;
 pub mod patch;
 pub mod policy;
+pub mod process;
 pub mod report;
 pub mod rules;
 pub mod scan;

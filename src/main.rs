@@ -40,6 +40,7 @@ fn use_mimalloc_in_tree_sitter() {
 const RESOLVER_STACK_BYTES: usize = 64 << 20;
 
 fn main() {
+    gatefix::process::transparent_huge_pages(false);
     use_mimalloc_in_tree_sitter();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

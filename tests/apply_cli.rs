@@ -930,6 +930,59 @@ fn emitted_patches_apply_as_curated_ones_and_revert_byte_for_byte() {
     assert_eq!(hash_tree(&root), before);
 }
 
+/// gatefix runs without transparent huge pages (`gatefix::process`), and the user's
+/// `--verify` command runs with them as it would outside gatefix. Read from
+/// `/proc/self/status` of a child of each: a fake `nvidia-smi` that `explain` asks for the
+/// target, and the verify command itself. Linux kernels from 6.x say `THP_enabled`; older
+/// ones do not, and the test has nothing to read there.
+#[test]
+fn gatefix_runs_without_huge_pages_and_the_verify_command_with_them() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if !status.contains("THP_enabled:") {
+        eprintln!("no THP_enabled in /proc/self/status: nothing to check on this kernel");
+        return;
+    }
+    let bin = tempfile::tempdir().unwrap();
+    let seen = bin.path().join("seen");
+    let fake = bin.path().join("nvidia-smi");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ngrep THP_enabled /proc/self/status > '{}'\necho 12.0\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (_guard, root) = venv_copy("synth");
+    let mut args = venv_args(&root);
+    args.splice(0..0, ["explain".to_string()]);
+    args.push("RuntimeError: no message any site has".into());
+    let _ = common::fixture::run_env(&args, &[("PATH", &path)]);
+    let inherited = std::fs::read_to_string(&seen).expect("explain ran nvidia-smi");
+    assert_eq!(
+        inherited.split_whitespace().last(),
+        Some("0"),
+        "{inherited}"
+    );
+
+    let doc = audit_json(&root, &["sm_120"]);
+    let helper = gate_id(&doc, FIXES, "helper_call");
+    let check = "grep -q 'THP_enabled:[[:space:]]*1' /proc/self/status";
+    let out = apply(
+        &root,
+        &["--unsafe-fixes", "--gate", &helper, "--verify", check],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("passed"), "{}", stdout(&out));
+}
+
 #[test]
 fn verify_passing_keeps_the_transaction() {
     let (_guard, root) = venv_copy("synth");

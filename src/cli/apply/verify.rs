@@ -24,6 +24,8 @@ pub fn run(command: &str, timeout: Duration) -> Result<(), Failure> {
         "gatefix: verify: running `{command}` (timeout {} s)",
         timeout.as_secs()
     );
+    // The user's command runs with the memory settings it would have outside gatefix.
+    crate::process::transparent_huge_pages(true);
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
