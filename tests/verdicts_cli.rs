@@ -943,9 +943,14 @@ fn an_unlinked_search_names_its_first_unfollowed_hop() {
             .find(|e| e.starts_with("no kernel link:"))
             .unwrap_or_else(|| panic!("no link evidence at line {line}"))
     };
+    // Every call followed, and yet not shown to launch nothing: the branch returns.
     let complete = link_line(18);
     assert!(
-        complete.ends_with("; every call it makes was followed to its definition"),
+        complete.ends_with(
+            "; every call it makes was followed to its definition, but it is not shown to \
+             launch nothing: the gated branch leaves its block, or the gate is no `if` or \
+             conditional-expression test, so what it skips is not read"
+        ),
         "{complete}"
     );
     let partial = link_line(26);
@@ -1010,6 +1015,36 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
     assert!(
         evidence.iter().all(|e| !e.contains("norm")),
         "{evidence:#?}"
+    );
+    // Each look-alike says why it is not shown to launch nothing.
+    let why = |line: u64| -> String {
+        let (_, evidence) = verdict_at(&doc, "flashinfer/choose.py", line);
+        let link = evidence
+            .iter()
+            .find(|e| e.starts_with("no kernel link:"))
+            .cloned()
+            .unwrap_or_default();
+        link.split_once("not shown to launch nothing: ")
+            .map(|(_, why)| why.to_string())
+            .unwrap_or(link)
+    };
+    assert_eq!(why(38), "the gate's other arms reach a kernel");
+    assert_eq!(why(50), "it binds `MODE` in module-level code");
+    assert_eq!(
+        why(57),
+        "it binds `_ENABLED`, declared `global` or `nonlocal`"
+    );
+    assert_eq!(
+        why(74),
+        "it binds `scale` inside a loop, where the next pass may read it first"
+    );
+    assert_eq!(
+        why(85),
+        "flashinfer/choose.py: line 86 stores into `config.tile`"
+    );
+    assert_eq!(
+        why(107),
+        "the function returns a value made from `tile`, which the gated code binds"
     );
     // Informational, like `open`: no finding, no non-zero exit.
     let out = audit(&site, &["--target", "sm_120", "--fail-on", "unverified"]);

@@ -402,11 +402,26 @@ impl Linker<'_> {
                 Vec::new(),
             ));
         }
-        if search.links.is_empty()
-            && seeds.is_empty()
-            && let Some(after) = &followed_after
-        {
-            *complete = self.completeness(gate, parsed, &facts, after, &search, cache);
+        // Why a search that found nothing does not prove the gate chooses no kernel (said
+        // where every call was followed, so the reader is not left guessing).
+        let mut not_proven = None;
+        if search.links.is_empty() {
+            let proof = match &followed_after {
+                _ if !seeds.is_empty() => Err("it sets a flag, whose reads are followed".into()),
+                None if facts.raises => Err(
+                    "the gated branch raises or returns early, and what that decides is not read"
+                        .into(),
+                ),
+                None => Err(
+                    "the gated branch leaves its block, or the gate is no `if` or conditional-expression test, so what it skips is not read"
+                        .into(),
+                ),
+                Some(after) => self.completeness(gate, parsed, &facts, after, &search, cache),
+            };
+            match proof {
+                Ok(read) => *complete = Some(read),
+                Err(why) => not_proven = Some(why),
+            }
         }
         if search.links.is_empty() {
             // The first hop the search did not take is where a reviewer (or a `[[link]]`
@@ -416,10 +431,15 @@ impl Linker<'_> {
                     "; {} hop(s) not followed, the first: {first}",
                     search.unfollowed.count
                 ),
-                None if search.calls_seen > 0 => {
-                    "; every call it makes was followed to its definition".into()
-                }
-                None => String::new(),
+                None if search.calls_seen > 0 => format!(
+                    "; every call it makes was followed to its definition{}",
+                    not_proven
+                        .map(|why| format!(", but it is not shown to launch nothing: {why}"))
+                        .unwrap_or_default()
+                ),
+                None => not_proven
+                    .map(|why| format!("; it is not shown to launch nothing: {why}"))
+                    .unwrap_or_default(),
             };
             let why = format!(
                 "followed {} call(s) up to {MAX_HOPS} hops from the gated branch; reached no JIT generator, native op or known backend{coverage}",
@@ -524,8 +544,8 @@ impl Linker<'_> {
     /// conditional expression) reach none either, every call on the way was followed to its
     /// definition, and nothing the code does hides where it goes (a computed callee, a store
     /// into an object or a global, a value handed out of the function, an early exit that
-    /// skips code, a name bound at module level or read on a loop's next pass). `None`
-    /// unless all of that holds; else what was read, for the verdict's evidence.
+    /// skips code, a name bound at module level or read on a loop's next pass). What was
+    /// read, for the verdict's evidence; else the first reason it is not proven.
     fn completeness(
         &self,
         gate: &Gate,
@@ -534,18 +554,30 @@ impl Linker<'_> {
         after: &Facts,
         search: &Search,
         cache: &mut FileCache,
-    ) -> Option<String> {
+    ) -> Result<String, String> {
         if search.calls_seen >= MAX_STEPS {
-            return None;
+            return Err(format!(
+                "the search met its step budget ({MAX_STEPS} calls)"
+            ));
         }
-        let others = super::code::other_arms(parsed, gate, cache)?;
+        let Some(others) = super::code::other_arms(parsed, gate, cache) else {
+            return Err(
+                "the gate is not the test of an `if` or a conditional expression, so what else it decides is not read".into(),
+            );
+        };
         // An exit skips code, and a value handed to the function's callers goes where
         // gatefix did not follow.
-        if [branch, &others]
-            .iter()
-            .any(|f| f.leaves.is_some() || f.returns_value.is_some())
-        {
-            return None;
+        for facts in [branch, &others] {
+            if let Some(line) = facts.returns_value {
+                return Err(format!(
+                    "line {line} hands a value to the function's callers"
+                ));
+            }
+            if let Some(line) = facts.leaves {
+                return Err(format!(
+                    "line {line} leaves early, and what it skips is not read"
+                ));
+            }
         }
         // A name bound by the gated code is read after it (followed), unless it outlives
         // the function: a module's name, a `global`, or a name read again on a loop's next
@@ -553,14 +585,24 @@ impl Linker<'_> {
         let binds = branch.binds_name.or(others.binds_name).is_some();
         if binds {
             let bound: BTreeSet<String> = branch.bound.union(&others.bound).cloned().collect();
+            let names = bound.iter().cloned().collect::<Vec<_>>().join("`, `");
             if super::code::may_flow(&bound, &after.flows, &after.returned_reads) {
-                return None;
+                return Err(format!(
+                    "the function returns a value made from `{names}`, which the gated code binds"
+                ));
             }
-            if gate.function.is_none()
-                || super::code::declared_outside(&parsed.src, &bound)
-                || super::code::in_loop(parsed, gate, cache)
-            {
-                return None;
+            if gate.function.is_none() {
+                return Err(format!("it binds `{names}` in module-level code"));
+            }
+            if super::code::declared_outside(&parsed.src, &bound) {
+                return Err(format!(
+                    "it binds `{names}`, declared `global` or `nonlocal`"
+                ));
+            }
+            if super::code::in_loop(parsed, gate, cache) {
+                return Err(format!(
+                    "it binds `{names}` inside a loop, where the next pass may read it first"
+                ));
             }
         }
         // The other arms are searched on their own: what they reach is not the gated
@@ -585,19 +627,34 @@ impl Linker<'_> {
                 &mut arms,
             );
         }
-        let clean = [search, &arms].iter().all(|s| {
-            s.links.is_empty()
-                && s.stores.is_empty()
-                && s.unfollowed.count == 0
-                && s.opaque.is_none()
-        }) && arms.calls_seen < MAX_STEPS;
-        clean.then(|| {
-            format!(
-                "the gated code{} was read whole: {} call(s) followed to their definitions, up to {MAX_HOPS} hops; none reaches a JIT generator, native op, DSL or Triton kernel or a known backend, and nothing on the way hides where it goes",
-                if read_arms { " and the gate's other arms" } else { "" },
-                arms.calls_seen
-            )
-        })
+        for (searched, whose) in [(search, "the gated code"), (&arms, "the gate's other arms")] {
+            if !searched.links.is_empty() {
+                return Err(format!("{whose} reach a kernel"));
+            }
+            if !searched.stores.is_empty() {
+                return Err(format!("{whose} set a flag"));
+            }
+            if let Some(first) = &searched.unfollowed.first {
+                return Err(format!("in {whose}, {first}"));
+            }
+            if let Some(why) = &searched.opaque {
+                return Err(why.clone());
+            }
+        }
+        if arms.calls_seen >= MAX_STEPS {
+            return Err(format!(
+                "the search met its step budget ({MAX_STEPS} calls)"
+            ));
+        }
+        Ok(format!(
+            "the gated code{} was read whole: {} call(s) followed to their definitions, up to {MAX_HOPS} hops; none reaches a JIT generator, native op, DSL or Triton kernel or a known backend, and nothing on the way hides where it goes",
+            if read_arms {
+                " and the gate's other arms"
+            } else {
+                ""
+            },
+            arms.calls_seen
+        ))
     }
 
     fn reader(&self) -> Reader<'_> {
