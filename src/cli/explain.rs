@@ -257,16 +257,7 @@ fn named_files(raises: &[RaiseSite]) -> Vec<String> {
 /// first. The ledger is only read (opened without the repairs a writing command makes); one
 /// that cannot be read is said on stderr and left out.
 fn transactions(root: &std::path::Path, files: &[String]) -> Vec<TransactionNote> {
-    use crate::ledger::Ledger;
-    use crate::ledger::history::History;
-    let read = || -> Result<Option<History>> {
-        let (dir, _) = crate::ledger::place::resolve(root, None)?;
-        match Ledger::open_unchecked(&dir, root)? {
-            Some(ledger) => History::read(&ledger).map(Some),
-            None => Ok(None),
-        }
-    };
-    let history = match read() {
+    let history = match crate::ledger::history::History::read_only(root) {
         Ok(Some(history)) => history,
         Ok(None) => return Vec::new(),
         Err(error) => {

@@ -98,6 +98,17 @@ impl History {
         Ok(History { records })
     }
 
+    /// The history of the site's ledger (`$GATEFIX_LEDGER`, the recorded one, or the
+    /// default), opened only to read: none of the repairs a writing command makes. `None`
+    /// where there is no ledger.
+    pub fn read_only(site_root: &std::path::Path) -> Result<Option<History>> {
+        let (dir, _) = super::place::resolve(site_root, None)?;
+        match Ledger::open_unchecked(&dir, site_root)? {
+            Some(ledger) => History::read(&ledger).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// A warning for any command that reads the site: an interrupted transaction, if the
     /// site's ledger (`$GATEFIX_LEDGER`, the recorded one, or the default) shows one.
     pub fn interrupted_warning(site_root: &std::path::Path) -> Option<String> {

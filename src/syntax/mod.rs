@@ -28,6 +28,23 @@ pub const OUTLINE_LEAVES_OUT: &[&str] = &[
     "line_continuation",
 ];
 
+/// One node of an outline (`outline`, `ts::outline`): indent by depth, an anonymous kind
+/// quoted, the field, the byte range.
+pub(crate) fn outline_line(
+    depth: usize,
+    named: bool,
+    kind: &str,
+    field: Option<&str>,
+    (start, end): (usize, usize),
+) -> String {
+    format!(
+        "{}{}{kind} {} {start}..{end}",
+        " ".repeat(depth),
+        if named { "" } else { "'" },
+        field.unwrap_or("")
+    )
+}
+
 /// The tree in one line per node (indent by depth, anonymous kinds quoted, field, byte
 /// range): what the differential tests compare with tree-sitter-python's tree, written the
 /// same way.
@@ -36,14 +53,12 @@ pub fn outline(tree: &Tree) -> Vec<String> {
         if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
             return;
         }
-        out.push(format!(
-            "{}{}{} {} {}..{}",
-            " ".repeat(depth),
-            if node.is_named() { "" } else { "'" },
+        out.push(outline_line(
+            depth,
+            node.is_named(),
             node.kind(),
-            node.field_name().unwrap_or(""),
-            node.start_byte(),
-            node.end_byte()
+            node.field_name(),
+            (node.start_byte(), node.end_byte()),
         ));
         if node.kind() == "format_specifier" {
             return;

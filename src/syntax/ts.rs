@@ -101,14 +101,12 @@ pub fn outline(tree: &Tree) -> Vec<String> {
         if OUTLINE_LEAVES_OUT.contains(&node.kind()) {
             return;
         }
-        out.push(format!(
-            "{}{}{} {} {}..{}",
-            " ".repeat(depth),
-            if node.is_named() { "" } else { "'" },
+        out.push(super::outline_line(
+            depth,
+            node.is_named(),
             node.kind(),
-            cursor.field_name().unwrap_or(""),
-            node.start_byte(),
-            node.end_byte()
+            cursor.field_name(),
+            (node.start_byte(), node.end_byte()),
         ));
         if node.kind() == "format_specifier" {
             return;

@@ -1018,7 +1018,8 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
             "global_statement" | "nonlocal_statement" => {
                 out.note_opaque(|| format!("line {line} declares `{}`", squeeze(n)));
             }
-            "augmented_assignment"
+            "assignment"
+            | "augmented_assignment"
             | "delete_statement"
             | "for_statement"
             | "named_expression"
@@ -1068,7 +1069,6 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
                 }
             }
             "assignment" => {
-                note_targets(n, src, &mut out);
                 if let (Some(left), Some(right)) = (
                     n.child_by_field_name("left"),
                     n.child_by_field_name("right"),
@@ -1307,8 +1307,8 @@ pub fn declared_outside(src: &[u8], names: &BTreeSet<String>) -> bool {
     })
 }
 
-/// Whether `node` sits in a loop of its function (or of the module's code): what a branch
-/// binds there may be read at the top of the next pass, before the branch.
+/// Whether the gate sits in a loop of its function (or of the module's code): what its
+/// branch binds there may be read at the top of the next pass, before the branch.
 pub fn in_loop(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> bool {
     let src = &parsed.src;
     let Some((start, end)) = parsed.gate_bytes(gate) else {

@@ -97,7 +97,7 @@ struct Search {
     /// Hops the search did not take (see `Unfollowed`).
     unfollowed: Unfollowed,
     /// The first thing in the followed code the search cannot see through (`Facts::opaque`),
-    /// or a value the gated code hands out of its function, with where.
+    /// with its file.
     opaque: Option<String>,
 }
 
