@@ -6,6 +6,7 @@
 //! is really installed.
 
 pub mod arch;
+pub mod cache;
 pub mod cli;
 pub mod error;
 pub mod explain;
@@ -21,3 +22,11 @@ pub mod scan;
 pub mod site;
 pub mod syntax;
 pub mod verdict;
+
+/// `gatefix --version`: the crate version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("GATEFIX_BUILD_COMMIT"),
+    ")"
+);

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use sha2::Digest;
 
 use crate::error::{Error, Result};
 use crate::gate::ir::Expr;
@@ -348,6 +349,9 @@ pub struct Rules {
     pub overrides: Vec<OverrideRule>,
     pub launch_features: Vec<LaunchFeature>,
     pub files: Vec<PathBuf>,
+    /// SHA-256 of each file's path and text, in load order: what a cached result was computed
+    /// under (`digest`).
+    sources: Vec<[u8; 32]>,
 }
 
 impl Rules {
@@ -370,6 +374,16 @@ impl Rules {
             }
         }
         Ok(rules)
+    }
+
+    /// One hash of every rule file loaded (names and texts, in order): two loads with the same
+    /// digest index the same rules.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut hash = sha2::Sha256::new();
+        for source in &self.sources {
+            hash.update(source);
+        }
+        hash.finalize().into()
     }
 
     /// Parses and indexes one rule file; errors name the file, line and column.
@@ -544,6 +558,11 @@ impl Rules {
                 .map_err(|m| needs_error("[kernel_layers]", m))?;
         }
         self.files.push(path.to_path_buf());
+        let mut hash = sha2::Sha256::new();
+        hash.update(path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        hash.update(text.as_bytes());
+        self.sources.push(hash.finalize().into());
         Ok(())
     }
 

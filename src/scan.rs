@@ -26,7 +26,7 @@ use crate::syntax::Tree;
 use crate::syntax::{parse, parse_ranges};
 
 /// One gate, placed in the site.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Gate {
     pub id: String,
     pub dist: Option<String>,
@@ -49,7 +49,7 @@ pub struct Gate {
 }
 
 /// Something the user should know that did not stop the scan.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Warning {
     pub file: String,
     pub line: Option<u32>,
@@ -57,7 +57,7 @@ pub struct Warning {
     pub message: String,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub python_files: usize,
     pub prefilter_hits: usize,

@@ -413,7 +413,19 @@ fn sglang_0523_audit_does_not_depend_on_thread_count() {
         for target in TARGETS {
             args.extend(["--target".to_string(), target.to_string()]);
         }
-        args.extend(["--cuda", "12.8", "--format", "json", "--fail-on", "none"].map(String::from));
+        // Each run computes its own result: gatefix's cache would hand the second the first's.
+        args.extend(
+            [
+                "--cuda",
+                "12.8",
+                "--format",
+                "json",
+                "--fail-on",
+                "none",
+                "--no-cache",
+            ]
+            .map(String::from),
+        );
         let out = common::fixture::run_env(&args, &[("RAYON_NUM_THREADS", threads)]);
         assert!(out.status.success(), "{}", common::fixture::stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
@@ -441,4 +453,52 @@ fn sglang_0523_audit_does_not_depend_on_thread_count() {
         }
         assert_eq!(one["warnings"], many["warnings"], "{label}");
     }
+}
+
+/// gatefix's cache on a real site: the second audit reads the first one's result and prints
+/// the same bytes as an audit without the cache, in every text format; an edit to one module
+/// makes the next audit run whole and agree with an uncached one again.
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn sglang_0523_cached_audit_is_byte_identical() {
+    let site = wheel_site(&["sglang-0.5.23-", "flashinfer_python-0.7.2-"]);
+    let cache = tempfile::tempdir().unwrap();
+    let run = |format: &str, cached: bool| -> (Vec<u8>, String) {
+        let mut args: Vec<String> = vec!["audit".into(), site.path().display().to_string()];
+        args.extend(["--format", format, "--fail-on", "none", "--cuda", "12.8"].map(String::from));
+        args.extend(["-t", "sm_120", "-t", "sm_100"].map(String::from));
+        if cached {
+            args.extend([
+                "--cache-dir".to_string(),
+                cache.path().display().to_string(),
+            ]);
+        } else {
+            args.push("--no-cache".into());
+        }
+        let out = common::fixture::run_env(&args, &[]);
+        assert!(out.status.success(), "{}", common::fixture::stderr(&out));
+        (out.stdout.clone(), common::fixture::stderr(&out))
+    };
+    const HIT: &str = "read from gatefix's cache";
+    let (first, err) = run("json", true);
+    assert!(!err.contains(HIT), "{err}");
+    for format in ["json", "human", "sarif", "github"] {
+        let (uncached, _) = run(format, false);
+        let (cached, err) = run(format, true);
+        assert!(err.contains(HIT), "{format}: {err}");
+        assert!(uncached == cached, "{format}: the cached audit differs");
+    }
+    let file = site
+        .path()
+        .join("sglang/srt/layers/flashinfer_comm_fusion.py");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}\nif torch.cuda.get_device_capability()[0] == 12:\n    pass\n"),
+    )
+    .unwrap();
+    let (edited, err) = run("json", true);
+    assert!(!err.contains(HIT), "{err}");
+    assert!(edited != first, "the edit adds a gate");
+    assert!(edited == run("json", false).0, "after the edit");
 }

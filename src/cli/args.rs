@@ -107,3 +107,24 @@ pub enum AuditFormat {
     /// the site's kernel coverage per target.
     Html,
 }
+
+/// Where gatefix keeps results between runs (the commands that audit a site).
+#[derive(Args, Debug, Clone, Default)]
+pub struct CacheArgs {
+    /// gatefix's cache folder; default $GATEFIX_CACHE_DIR, else $XDG_CACHE_HOME/gatefix,
+    /// else ~/.cache/gatefix. Never inside the site.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the cache (also GATEFIX_NO_CACHE=1).
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl CacheArgs {
+    pub fn settings(&self) -> crate::cache::Settings {
+        crate::cache::Settings {
+            dir: self.cache_dir.clone(),
+            off: self.no_cache,
+        }
+    }
+}

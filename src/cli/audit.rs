@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::args::{AuditFormat, SiteArgs, TargetArgs};
+use super::args::{AuditFormat, CacheArgs, SiteArgs, TargetArgs};
 use super::progress::Progress;
+use crate::cache::Cache;
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
 use crate::kernel::query::KernelIndex;
@@ -65,6 +66,8 @@ pub struct AuditArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,11 +155,57 @@ pub struct Analysis {
     pub cuda: Option<CudaVersion>,
     pub result: crate::scan::ScanResult,
     pub verdicts: Option<crate::verdict::Verdicts>,
+    /// Read from gatefix's cache: `result.modules` is empty.
+    pub from_cache: bool,
+}
+
+/// What the cache keeps of an analysis: everything the reports read (the lowered modules,
+/// which only later passes need, are left out).
+#[derive(serde::Serialize)]
+struct StoredAnalysis<'a> {
+    gates: &'a [crate::scan::Gate],
+    warnings: &'a [crate::scan::Warning],
+    stats: &'a crate::scan::Stats,
+    verdicts: Option<&'a crate::verdict::Verdicts>,
+}
+
+/// [`StoredAnalysis`] read back.
+#[derive(serde::Deserialize)]
+struct LoadedAnalysis {
+    gates: Vec<crate::scan::Gate>,
+    warnings: Vec<crate::scan::Warning>,
+    stats: crate::scan::Stats,
+    verdicts: Option<crate::verdict::Verdicts>,
+}
+
+/// Everything besides the site's files that an analysis depends on, for the cache key.
+fn analysis_context(
+    targets: &TargetArgs,
+    rules: &Rules,
+    cuda: Option<&CudaVersion>,
+    options: ScanOptions,
+) -> Vec<u8> {
+    let mut out = rules.digest().to_vec();
+    out.extend_from_slice(
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:?}",
+            targets.targets, cuda, options, rules.files
+        )
+        .as_bytes(),
+    );
+    out
 }
 
 /// Opens the site, scans it with `options` and, unless `options.kernel_sources` is off,
-/// judges every gate at the targets; warnings go to stderr.
-pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> Result<Analysis> {
+/// judges every gate at the targets; warnings go to stderr. With a cache (`cache`), a site
+/// whose files are as they were at an earlier analysis with the same gatefix, rules and
+/// options gets that analysis back, without its lowered modules.
+pub fn analyse(
+    site: &SiteArgs,
+    targets: &TargetArgs,
+    options: ScanOptions,
+    cache: Option<&CacheArgs>,
+) -> Result<Analysis> {
     let root = discover(site.path.as_deref())?;
     let site = Site::open(&root)?;
     if let Some(warning) = History::interrupted_warning(&site.root) {
@@ -164,6 +213,41 @@ pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> R
     }
     let rules = Rules::load(targets.rules.as_deref())?;
     let cuda = cuda_version(targets, &site)?;
+    let cache = match cache {
+        Some(args) => Cache::open(&args.settings(), &site.root)?,
+        None => None,
+    };
+    let key = cache.as_ref().map(|cache| {
+        let clock = Instant::now();
+        let context = analysis_context(targets, &rules, cuda.as_ref(), options);
+        let key = cache.key(&site.root, &context);
+        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+            eprintln!(
+                "cache: key of the site's files ({} read) {:?}",
+                key.files_read(),
+                clock.elapsed()
+            );
+        }
+        key
+    });
+    if let (Some(cache), Some(key)) = (&cache, &key)
+        && let Some(loaded) = cache.get::<LoadedAnalysis>(key)
+    {
+        let result = crate::scan::ScanResult {
+            gates: loaded.gates,
+            modules: Vec::new(),
+            warnings: loaded.warnings,
+            stats: loaded.stats,
+        };
+        print_warnings(&result);
+        return Ok(Analysis {
+            site,
+            cuda,
+            result,
+            verdicts: loaded.verdicts,
+            from_cache: true,
+        });
+    }
     let with_verdicts = options.kernel_sources;
     let progress = Progress::start(&format!("scanning {}", site.root.display()));
     // The verdicts' reading of the site's text does not wait for the gates: it runs beside
@@ -194,6 +278,28 @@ pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> R
         )
     });
     progress.finish();
+    print_warnings(&result);
+    if let (Some(cache), Some(key)) = (&cache, &key) {
+        cache.put(
+            key,
+            &StoredAnalysis {
+                gates: &result.gates,
+                warnings: &result.warnings,
+                stats: &result.stats,
+                verdicts: verdicts.as_ref(),
+            },
+        );
+    }
+    Ok(Analysis {
+        site,
+        cuda,
+        result,
+        verdicts,
+        from_cache: false,
+    })
+}
+
+fn print_warnings(result: &crate::scan::ScanResult) {
     for warning in &result.warnings {
         let location = match (warning.line, warning.column) {
             (Some(l), Some(c)) => format!("{}:{l}:{c}", warning.file),
@@ -201,12 +307,6 @@ pub fn analyse(site: &SiteArgs, targets: &TargetArgs, options: ScanOptions) -> R
         };
         eprintln!("gatefix: warning: {location}: {}", warning.message);
     }
-    Ok(Analysis {
-        site,
-        cuda,
-        result,
-        verdicts,
-    })
 }
 
 pub fn run(args: AuditArgs) -> Result<i32> {
@@ -236,12 +336,15 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         kernel_sources: !args.no_verdicts,
         ..options
     };
+    // The HTML page's kernel chart reads the lowered modules, which the cache does not keep.
+    let cache = (args.format != AuditFormat::Html).then_some(&args.cache);
     let Analysis {
         site,
         cuda,
         result,
         verdicts,
-    } = analyse(&args.site, &args.targets, options)?;
+        from_cache,
+    } = analyse(&args.site, &args.targets, options, cache)?;
     let report = AuditReport {
         site: &site,
         targets: &args.targets.targets,
@@ -292,11 +395,16 @@ pub fn run(args: AuditArgs) -> Result<i32> {
     // A closed pipe (`gatefix audit | head`) is not an error worth a panic.
     let _ = stdout.write_all(text.as_bytes());
     eprintln!(
-        "gatefix: audited {} ({} Python files, {} parsed, {} skipped) in {:.2?}",
+        "gatefix: audited {} ({} Python files, {} parsed, {} skipped{}) in {:.2?}",
         site.root.display(),
         result.stats.python_files,
         result.stats.prefilter_hits,
         result.stats.skipped_files,
+        if from_cache {
+            "; unchanged since an earlier audit, read from gatefix's cache"
+        } else {
+            ""
+        },
         started.elapsed()
     );
     if let Some(path) = &args.write_baseline {

@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod args;
 pub mod audit;
+pub mod cache;
 pub mod completions;
 pub mod explain;
 pub mod history;
@@ -16,13 +17,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::arch::Arch;
 use crate::error::Result;
 
-/// `gatefix --version`: the crate version and the commit it was built from (build.rs).
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("GATEFIX_BUILD_COMMIT"),
-    ")"
-);
+pub use crate::VERSION;
 
 /// Shown under every command's help, not only the top level's.
 const EXIT_CODES: &str = "Exit codes: 0 success, 1 policy findings, 2 usage or input error, 3 refused.\n\
@@ -71,6 +66,9 @@ pub enum Command {
     /// there, their verdicts at the target, and what to do.
     #[command(after_help = EXIT_CODES)]
     Explain(explain::ExplainArgs),
+    /// Where gatefix keeps audit results between runs (`dir`), and removing them (`clean`).
+    #[command(after_help = EXIT_CODES)]
+    Cache(cache::CacheCommandArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = EXIT_CODES)]
     Completions(completions::CompletionsArgs),
@@ -118,5 +116,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Man => completions::man(Cli::command()),
         Command::Explain(args) => explain::run(args),
         Command::Show(args) => show::run(args),
+        Command::Cache(args) => cache::run(args),
     }
 }

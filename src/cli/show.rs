@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::args::{SiteArgs, TargetArgs};
+use super::args::{CacheArgs, SiteArgs, TargetArgs};
 use super::audit::{Analysis, DisplayArgs, analyse};
 use crate::error::{Error, Result, exit};
 use crate::report::{AuditReport, human};
@@ -22,6 +22,8 @@ pub struct ShowArgs {
     pub targets: TargetArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 pub fn run(args: ShowArgs) -> Result<i32> {
@@ -36,6 +38,7 @@ pub fn run(args: ShowArgs) -> Result<i32> {
         cuda,
         result,
         verdicts,
+        ..
     } = analyse(
         &args.site,
         &args.targets,
@@ -43,6 +46,7 @@ pub fn run(args: ShowArgs) -> Result<i32> {
             kernel_sources: true,
             ..ScanOptions::default()
         },
+        Some(&args.cache),
     )?;
     let matching: Vec<usize> = result
         .gates

@@ -7,13 +7,13 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ir::CmpOp;
 use crate::arch::Arch;
 
 /// Which device quantity an atom compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DevVar {
     Major,
     Minor,
@@ -24,7 +24,7 @@ pub enum DevVar {
 }
 
 /// The right-hand side of a device comparison.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Rhs {
     Int(i64),
     Pair(i64, i64),
@@ -33,7 +33,7 @@ pub enum Rhs {
 }
 
 /// The gate forms of docs/gates.md, by where the first arch atom of a gate came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Form {
     HelperCall,
@@ -85,7 +85,7 @@ impl Form {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Atom {
     Dev {
         var: DevVar,
@@ -174,7 +174,7 @@ fn joined(parts: Vec<Pred>, conjunction: bool) -> Option<Vec<Pred>> {
     Some(out)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Pred {
     Const(bool),
     Atom(Atom, Form),

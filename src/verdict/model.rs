@@ -1,10 +1,10 @@
 //! What a verdict is: for one gate at one target, whether the gate admits the target combined
 //! with whether a kernel for the target exists underneath the gated path.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The six verdicts, worst first in the order a reader should look at them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictKind {
     /// Admits the target, and no kernel for it exists: a latent crash today.
@@ -74,7 +74,7 @@ impl VerdictKind {
 
 /// One gate's verdict at one target, with the chain of evidence behind it: the admission,
 /// how the gated path was linked to a kernel, and what coverage was found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     pub kind: VerdictKind,
     pub evidence: Vec<String>,
@@ -84,7 +84,7 @@ pub struct Verdict {
 }
 
 /// One kernel a gated path needs, and what was found of it at the target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelInfo {
     /// The kernel: `JIT generator module:function`, `native op torch.ops.lib.op (lib/**/*.so)`,
     /// `CuTe DSL kernel module:Kernel`, `Triton kernel module:fn`, a launch feature.
@@ -100,7 +100,7 @@ pub struct KernelInfo {
 }
 
 /// What was found of a kernel at the target (`present`, `missing`, `unknown` in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KernelState {
     Present,
