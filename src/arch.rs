@@ -77,6 +77,14 @@ impl Serialize for Arch {
     }
 }
 
+/// The text [`Serialize`] writes, read back (gatefix's cache).
+impl<'de> serde::Deserialize<'de> for Arch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Why a target string was rejected: the message says what was expected instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -206,6 +214,22 @@ fn split_variant(text: &str) -> (&str, Variant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serde_reads_back_what_it_writes() {
+        for &(major, minor) in KNOWN {
+            for variant in [Variant::Plain, Variant::A, Variant::F] {
+                let arch = Arch {
+                    major,
+                    minor,
+                    variant,
+                };
+                let text = serde_json::to_string(&arch).unwrap();
+                assert_eq!(serde_json::from_str::<Arch>(&text).unwrap(), arch, "{text}");
+            }
+        }
+        assert!(serde_json::from_str::<Arch>("\"sm_x\"").is_err());
+    }
 
     #[test]
     fn accepts_every_documented_spelling() {

@@ -11,7 +11,7 @@ use std::process::Output;
 use common::fixture::{copy_tree, run_env, stderr};
 
 const HIT: &str = "read from gatefix's cache";
-const FORMATS: [&str; 4] = ["json", "human", "sarif", "github"];
+const FORMATS: [&str; 5] = ["json", "human", "sarif", "github", "html"];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -431,4 +431,54 @@ fn cache_clean_removes_what_gatefix_keeps_and_nothing_else() {
     assert!(!s.cache.join("audit").exists());
     assert!(s.cache.join("wheels/w.whl").exists());
     assert!(!hit(&audit(&s.site, &s.cache, "json", &[])));
+}
+
+#[test]
+fn explain_and_show_read_the_result_of_an_audit() {
+    let s = setup("verdicts");
+    let site = s.site.display().to_string();
+    let cache = s.cache.display().to_string();
+    let message = "ValueError: needs SM90 or SM10X";
+    let explain = |cache_args: &[&str]| {
+        let mut args = vec!["explain", "--site", &site, message, "-t", "sm_120"];
+        args.extend(["--cuda", "12.8"]);
+        args.extend_from_slice(cache_args);
+        let out = run_env(&args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    let plain = explain(&["--no-cache"]);
+    let audit = [
+        "audit",
+        &site,
+        "-t",
+        "sm_120",
+        "--cuda",
+        "12.8",
+        "--fail-on",
+        "none",
+    ];
+    let out = run_env(
+        [&audit[..], &["--format", "json", "--cache-dir", &cache]].concat(),
+        &[],
+    );
+    assert!(!hit(&out), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cached = explain(&["--cache-dir", &cache]);
+    assert!(hit(&cached), "{}", stderr(&cached));
+    assert_eq!(plain.stdout, cached.stdout);
+    let id = doc["gates"][0]["id"].as_str().unwrap();
+    let show = |cache_args: &[&str]| {
+        let mut args = vec!["show", id, &site, "-t", "sm_120", "--cuda", "12.8"];
+        args.extend_from_slice(cache_args);
+        run_env(&args, &[])
+    };
+    let plain = show(&["--no-cache"]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert_eq!(plain.stdout, show(&["--cache-dir", &cache]).stdout);
+    assert_eq!(
+        results(&s.cache).len(),
+        1,
+        "audit, explain and show share one result"
+    );
 }

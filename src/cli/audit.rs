@@ -11,6 +11,7 @@ use super::progress::Progress;
 use crate::cache::Cache;
 use crate::error::{Error, Result, exit};
 use crate::gate::predicate::CudaVersion;
+use crate::kernel::jit::JitIndex;
 use crate::kernel::query::KernelIndex;
 use crate::ledger::history::History;
 use crate::policy::{Baseline, findings, parse_fail_on, should_fail};
@@ -155,6 +156,8 @@ pub struct Analysis {
     pub cuda: Option<CudaVersion>,
     pub result: crate::scan::ScanResult,
     pub verdicts: Option<crate::verdict::Verdicts>,
+    /// The JIT sources the scan read (arch lists, fixed-arch builds, cubin tables).
+    pub jit: JitIndex,
     /// Read from gatefix's cache: `result.modules` is empty.
     pub from_cache: bool,
 }
@@ -167,6 +170,7 @@ struct StoredAnalysis<'a> {
     warnings: &'a [crate::scan::Warning],
     stats: &'a crate::scan::Stats,
     verdicts: Option<&'a crate::verdict::Verdicts>,
+    jit: &'a JitIndex,
 }
 
 /// [`StoredAnalysis`] read back.
@@ -176,6 +180,7 @@ struct LoadedAnalysis {
     warnings: Vec<crate::scan::Warning>,
     stats: crate::scan::Stats,
     verdicts: Option<crate::verdict::Verdicts>,
+    jit: JitIndex,
 }
 
 /// Everything besides the site's files that an analysis depends on, for the cache key.
@@ -245,6 +250,7 @@ pub fn analyse(
             cuda,
             result,
             verdicts: loaded.verdicts,
+            jit: loaded.jit,
             from_cache: true,
         });
     }
@@ -279,6 +285,7 @@ pub fn analyse(
     });
     progress.finish();
     print_warnings(&result);
+    let jit = JitIndex::build(&site, &result);
     if let (Some(cache), Some(key)) = (&cache, &key) {
         cache.put(
             key,
@@ -287,6 +294,7 @@ pub fn analyse(
                 warnings: &result.warnings,
                 stats: &result.stats,
                 verdicts: verdicts.as_ref(),
+                jit: &jit,
             },
         );
     }
@@ -295,6 +303,7 @@ pub fn analyse(
         cuda,
         result,
         verdicts,
+        jit,
         from_cache: false,
     })
 }
@@ -336,15 +345,14 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         kernel_sources: !args.no_verdicts,
         ..options
     };
-    // The HTML page's kernel chart reads the lowered modules, which the cache does not keep.
-    let cache = (args.format != AuditFormat::Html).then_some(&args.cache);
     let Analysis {
         site,
         cuda,
         result,
         verdicts,
+        jit,
         from_cache,
-    } = analyse(&args.site, &args.targets, options, cache)?;
+    } = analyse(&args.site, &args.targets, options, Some(&args.cache))?;
     let report = AuditReport {
         site: &site,
         targets: &args.targets.targets,
@@ -378,7 +386,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
             },
         ),
         AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),
-        AuditFormat::Html => html::render(&report, &kernel_coverage(&site, &result, &args)),
+        AuditFormat::Html => html::render(&report, &kernel_coverage(&site, jit, &args)),
         AuditFormat::Github => {
             if let Err(e) = github::append_step_summary(&report, accepted.as_ref()) {
                 eprintln!("gatefix: warning: cannot append to $GITHUB_STEP_SUMMARY: {e}");
@@ -425,12 +433,8 @@ pub fn run(args: AuditArgs) -> Result<i32> {
 }
 
 /// The site's CUDA binaries and JIT generators at each target, for the HTML page's chart.
-fn kernel_coverage(
-    site: &Site,
-    result: &crate::scan::ScanResult,
-    args: &AuditArgs,
-) -> html::KernelCoverage {
-    let index = KernelIndex::build(site, result);
+fn kernel_coverage(site: &Site, jit: JitIndex, args: &AuditArgs) -> html::KernelCoverage {
+    let index = KernelIndex::build_with_jit(site, jit);
     let targets = &args.targets.targets;
     let report = KernelsReport::new(Some(site), &site.root, &index, targets);
     // Generators whose arch list could not be read count at no target.

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{ArchCheckArgs, Format};
+use super::args::{ArchCheckArgs, CacheArgs, Format, SiteArgs, TargetArgs};
+use super::audit::{Analysis, analyse};
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::explain::{self, Match};
@@ -18,10 +19,9 @@ use crate::report::explain::{
     Capture, Conclusion, Explanation, GateReach, GeneratorFinding, GuardFinding, PatchAdvice,
     RaiseSite, TransactionNote, render_human, render_json,
 };
-use crate::rules::Rules;
-use crate::scan::{ScanOptions, ScanResult, scan_with};
+use crate::scan::{ScanOptions, ScanResult};
 use crate::site::Site;
-use crate::verdict::{VerdictKind, Verdicts, judge};
+use crate::verdict::{VerdictKind, Verdicts};
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
@@ -50,6 +50,8 @@ pub struct ExplainArgs {
     /// Output format: `json` holds every finding in full (gate text not elided).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// The message (exception and text) from standard input: a log's last exception, else
@@ -165,24 +167,40 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         );
         return Ok(exit::FINDINGS);
     }
-    let rules = Rules::load(None)?;
-    let cuda = match &args.cuda {
-        Some(text) => Some(
-            crate::gate::predicate::CudaVersion::parse(text)
-                .ok_or_else(|| Error::input(format!("invalid --cuda `{text}`")))?,
-        ),
-        None => site.torch_cuda(),
+    // The same analysis `gatefix audit --target T` makes: its cached result serves here.
+    let targets = TargetArgs {
+        arch_check: args.arch_check.clone(),
+        targets: vec![target],
+        cuda: args.cuda.clone(),
+        rules: None,
     };
-    let scan = scan_with(
-        &site,
-        &rules,
+    let site_args = SiteArgs {
+        path: Some(site.root.clone()),
+    };
+    let Analysis {
+        site,
+        cuda,
+        result: scan,
+        verdicts,
+        jit,
+        from_cache,
+    } = analyse(
+        &site_args,
+        &targets,
         ScanOptions {
             kernel_sources: true,
             ..ScanOptions::default()
         },
-    );
-    let verdicts = judge(&site, &scan, &rules, &[target], cuda.as_ref());
-    let kernels = KernelIndex::build_jit_only(&site, &scan);
+        Some(&args.cache),
+    )?;
+    if from_cache {
+        eprintln!(
+            "gatefix: the site is unchanged since an earlier audit at {target}: its analysis was \
+             read from gatefix's cache"
+        );
+    }
+    let verdicts = verdicts.unwrap_or_default();
+    let kernels = KernelIndex::new(Vec::new(), jit);
     let context = Context {
         site: &site,
         scan: &scan,

@@ -3,7 +3,7 @@
 //! build with fixed-arch flag constants (`sm100a_nvcc_flags`), and tables that restrict
 //! downloadable cubins (`BLACKWELL_CUBIN_ARCHS`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::gate::index::module_name;
@@ -13,7 +13,7 @@ use crate::scan::ScanResult;
 use crate::site::Site;
 
 /// One arch list of a JIT generator, identified as `<module>:<function>`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Generator {
     pub id: String,
     pub dist: Option<String>,
@@ -27,7 +27,7 @@ pub struct Generator {
 }
 
 /// A function that builds for fixed archs, whatever the device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FixedArchBuild {
     pub id: String,
     pub dist: Option<String>,
@@ -38,7 +38,7 @@ pub struct FixedArchBuild {
 }
 
 /// A module-level table of the archs that downloadable cubins exist for.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CubinTable {
     pub id: String,
     pub dist: Option<String>,
@@ -46,7 +46,7 @@ pub struct CubinTable {
     pub archs: Vec<Arch>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JitIndex {
     pub generators: Vec<Generator>,
     pub fixed_arch: Vec<FixedArchBuild>,

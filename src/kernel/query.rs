@@ -53,13 +53,18 @@ pub struct KernelIndex {
 impl KernelIndex {
     /// Inventories the site's binaries (paths made relative to the root) and its JIT sources.
     pub fn build(site: &Site, scan: &ScanResult) -> KernelIndex {
+        KernelIndex::build_with_jit(site, JitIndex::build(site, scan))
+    }
+
+    /// [`KernelIndex::build`] with the JIT sources already read (an analysis keeps them).
+    pub fn build_with_jit(site: &Site, jit: JitIndex) -> KernelIndex {
         let mut libraries = super::inventory_path(&site.root);
         for library in &mut libraries {
             if let Ok(relative) = library.path.strip_prefix(&site.root) {
                 library.path = relative.to_path_buf();
             }
         }
-        KernelIndex::new(libraries, JitIndex::build(site, scan))
+        KernelIndex::new(libraries, jit)
     }
 
     /// An index of these libraries and JIT lists, with the embedded layer rules.
