@@ -13,12 +13,15 @@
 #   cached  the default audit again, its result in gatefix's cache (a fresh cache folder,
 #           filled by the warm-up round): a second audit of an unchanged site;
 #   touched the same after `touch` on the site's largest Python file before each run (new
-#           times, same bytes: that one file is read and hashed again).
+#           times, same bytes: that one file is read and hashed again);
+#   apply   gatefix apply sm_120 --site SITE --dry-run --unsafe-fixes --all-opportunities
+#           --close-traps (the curated patches, every synthesized fix, each checked by
+#           re-resolving the site; writes nothing).
 #
 # Needs rg and ruff on PATH (`pip install ripgrep ruff` in a venv will do) and a release build
 # (GATEFIX=path overrides target/release/gatefix). One warm-up round is not timed. Issue 37's
 # limits: plain at most 15x rg, default at most 1.5x plain, peak RSS under 1 GiB; issue 39's:
-# cached at most 2x rg, touched at most 3x rg. The script prints them and exits 1 when one
+# cached at most 2x rg, touched at most 3x rg, apply at most 3x the default audit. The script prints them and exits 1 when one
 # fails.
 set -euo pipefail
 
@@ -50,6 +53,8 @@ commands = {
     "default": [gatefix, "audit", site, "--format", "json", "--fail-on", "none", "--no-cache"],
     "cached": [gatefix, "audit", site, "--format", "json", "--fail-on", "none", "--cache-dir", cache],
     "touched": [gatefix, "audit", site, "--format", "json", "--fail-on", "none", "--cache-dir", cache],
+    "apply": [gatefix, "apply", "sm_120", "--site", site, "--dry-run", "--unsafe-fixes",
+              "--all-opportunities", "--close-traps"],
 }
 
 def run(argv, name=None):
@@ -61,7 +66,7 @@ def run(argv, name=None):
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
+    if code not in (0, 1, 3):  # 3: apply refused a patch (a dry run writes nothing anyway)
         sys.exit(f"bench/ratios.sh: {' '.join(argv)} exited {code}")
     return wall, usage.ru_maxrss
 
@@ -90,6 +95,8 @@ touched_rg = median["touched"] / median["rg"]
 print(f"  cached / rg     {cached_rg:6.2f}x  (issue 39: at most 2x)")
 print(f"  touched / rg    {touched_rg:6.2f}x  (issue 39: at most 3x)")
 print(f"  default / cached {median['default'] / median['cached']:5.0f}x")
+apply_default = median["apply"] / median["default"]
+print(f"  apply / default {apply_default:6.2f}x  (issue 39: at most 3x)")
 subprocess.run(["rm", "-rf", cache])
 gib = 1024 * 1024
 failed = []
@@ -103,6 +110,8 @@ if cached_rg > 2:
     failed.append("cached audit over 2x rg")
 if touched_rg > 3:
     failed.append("touched audit over 3x rg")
+if apply_default > 3:
+    failed.append("apply dry run over 3x the default audit")
 if failed:
     print("FAILED: " + "; ".join(failed))
     sys.exit(1)

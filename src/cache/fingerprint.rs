@@ -16,7 +16,6 @@
 //! What the audit never reads is left out: `__pycache__` folders (bytecode Python writes
 //! whenever it imports) and the site's own `.gatefix` folder (the ledger's place).
 
-use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -97,15 +96,21 @@ impl Fingerprint {
     /// Walks `root` and names every file by its content, reading only those whose stat
     /// differs from `memo`.
     pub fn of_site(root: &Path, memo: &FileMemo) -> Fingerprint {
-        let walk_started = SystemTime::now();
-        let entries = entries(root);
-        let settled_before = walk_started
+        Fingerprint::of_walk(root, Walk::of(root), memo)
+    }
+
+    /// [`Fingerprint::of_site`] from a walk already made (so that the memo can be read
+    /// meanwhile).
+    pub fn of_walk(root: &Path, walk: Walk, memo: &FileMemo) -> Fingerprint {
+        let settled_before = walk
+            .started
             .checked_sub(Duration::from_secs(RACY_SECONDS))
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let settled_before_ns = nanos(settled_before);
-        let mut records: Vec<(Record, bool)> = entries
+        let mut records: Vec<(Record, bool)> = walk
+            .entries
             .into_par_iter()
-            .map(|entry| record(root, entry, memo, settled_before_ns))
+            .map(|(path, stat)| record(root, path, stat, memo, settled_before_ns))
             .collect();
         records.sort_unstable_by(|a, b| a.0.path.cmp(&b.0.path));
         let hashed = records.iter().filter(|(_, read)| *read).count();
@@ -128,43 +133,67 @@ impl Fingerprint {
     }
 }
 
-/// An entry found by the walk: its relative path, or the error that hid it.
-enum Entry {
-    Found(Vec<u8>),
-    Unreadable(Vec<u8>, String),
+/// Every entry under a root but folders, with its stat data or the error that hid it;
+/// unsorted.
+pub struct Walk {
+    started: SystemTime,
+    entries: Vec<(Vec<u8>, Result<Stat, String>)>,
 }
 
-/// Every entry under `root` but folders, unsorted; never through a symlink.
-fn entries(root: &Path) -> Vec<Entry> {
-    let mut out = Vec::new();
-    let walk = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .min_depth(1)
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name();
-            let is_dir = e.file_type().is_dir();
-            !(is_dir && (name == "__pycache__" || (e.depth() == 1 && name == ".gatefix")))
-        });
-    for item in walk {
-        match item {
-            Ok(entry) if entry.file_type().is_dir() => {}
-            Ok(entry) => out.push(Entry::Found(relative(root, entry.path()))),
-            Err(err) => {
-                let path = err.path().map_or_else(Vec::new, |p| relative(root, p));
-                out.push(Entry::Unreadable(path, err.to_string()));
-            }
+impl Walk {
+    /// Folders are read in parallel, and each entry is stat'ed through its folder's handle
+    /// (`fstatat`): a path lookup from the root for each of 16,000 files was a third of the
+    /// walk. Never through a symlink.
+    pub fn of(root: &Path) -> Walk {
+        Walk {
+            started: SystemTime::now(),
+            entries: folder(root, &[]),
         }
     }
-    out
 }
 
-fn relative(root: &Path, path: &Path) -> Vec<u8> {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .as_os_str()
-        .as_bytes()
-        .to_vec()
+/// The entries under `root/relative`, subfolders included.
+fn folder(root: &Path, relative: &[u8]) -> Vec<(Vec<u8>, Result<Stat, String>)> {
+    let mut out = Vec::new();
+    let listing = match std::fs::read_dir(root.join(std::ffi::OsStr::from_bytes(relative))) {
+        Ok(listing) => listing,
+        Err(err) => return vec![(relative.to_vec(), Err(err.to_string()))],
+    };
+    let mut subfolders = Vec::new();
+    for entry in listing {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                out.push((relative.to_vec(), Err(err.to_string())));
+                continue;
+            }
+        };
+        let name = entry.file_name();
+        let mut path = relative.to_vec();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name.as_bytes());
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => {
+                let skipped = name == "__pycache__" || (relative.is_empty() && name == ".gatefix");
+                if !skipped {
+                    subfolders.push(path);
+                }
+            }
+            Ok(_) => out.push((
+                path,
+                entry
+                    .metadata()
+                    .map(|m| stat_of(&m))
+                    .map_err(|e| e.to_string()),
+            )),
+            Err(err) => out.push((path, Err(err.to_string()))),
+        }
+    }
+    let nested: Vec<Vec<_>> = subfolders.par_iter().map(|sub| folder(root, sub)).collect();
+    out.extend(nested.into_iter().flatten());
+    out
 }
 
 fn nanos(time: SystemTime) -> i128 {
@@ -175,16 +204,16 @@ fn nanos(time: SystemTime) -> i128 {
 }
 
 /// One entry's record, and whether its bytes were read for it.
-fn record(root: &Path, entry: Entry, memo: &FileMemo, settled_before_ns: i128) -> (Record, bool) {
-    let (path, stat) = match entry {
-        Entry::Unreadable(path, why) => return (unreadable(path, &why), false),
-        Entry::Found(path) => {
-            let full = root.join(std::ffi::OsStr::from_bytes(&path));
-            match std::fs::symlink_metadata(&full) {
-                Ok(meta) => (path, stat_of(&meta)),
-                Err(err) => return (unreadable(path, &err.to_string()), false),
-            }
-        }
+fn record(
+    root: &Path,
+    path: Vec<u8>,
+    stat: Result<Stat, String>,
+    memo: &FileMemo,
+    settled_before_ns: i128,
+) -> (Record, bool) {
+    let stat = match stat {
+        Ok(stat) => stat,
+        Err(why) => return (unreadable(path, &why), false),
     };
     let settled = stat.mtime_ns < settled_before_ns && stat.ctime_ns < settled_before_ns;
     if let Some(hash) = memo.hash(&path, &stat) {
@@ -269,7 +298,8 @@ fn stat_of(meta: &std::fs::Metadata) -> Stat {
 /// The hashes an earlier run computed, by path, with the stat each is valid under.
 #[derive(Debug, Default)]
 pub struct FileMemo {
-    by_path: HashMap<Vec<u8>, (Stat, [u8; 32])>,
+    /// Sorted by path.
+    entries: Vec<(Vec<u8>, Stat, [u8; 32])>,
 }
 
 /// The memo file's first line.
@@ -277,34 +307,41 @@ const MEMO_HEADER: &[u8] = b"gatefix file hashes 1\n";
 
 impl FileMemo {
     fn hash(&self, path: &[u8], stat: &Stat) -> Option<[u8; 32]> {
-        let (kept, hash) = self.by_path.get(path)?;
+        let at = self
+            .entries
+            .binary_search_by(|(p, _, _)| p.as_slice().cmp(path))
+            .ok()?;
+        let (_, kept, hash) = &self.entries[at];
         (kept == stat).then_some(*hash)
+    }
+
+    fn sorted(mut entries: Vec<(Vec<u8>, Stat, [u8; 32])>) -> FileMemo {
+        if !entries.is_sorted_by(|a, b| a.0 <= b.0) {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        entries.dedup_by(|a, b| a.0 == b.0);
+        FileMemo { entries }
     }
 
     /// The settled records of `fingerprint`: what a memo written now would hold.
     pub fn settled_in(fingerprint: &Fingerprint) -> FileMemo {
-        let by_path = fingerprint
+        let entries = fingerprint
             .records
             .iter()
             .filter(|r| r.settled)
-            .filter_map(|r| Some((r.path.clone(), (r.stat?, r.hash))))
+            .filter_map(|r| Some((r.path.clone(), r.stat?, r.hash)))
             .collect();
-        FileMemo { by_path }
+        FileMemo::sorted(entries)
     }
 
     /// Reads a memo written by [`FileMemo::text`]; a damaged line is skipped (its file is
     /// hashed again), a damaged header drops the whole memo.
     pub fn parse(bytes: &[u8]) -> FileMemo {
-        let mut by_path = HashMap::new();
         let Some(body) = bytes.strip_prefix(MEMO_HEADER) else {
-            return FileMemo { by_path };
+            return FileMemo::default();
         };
-        for line in body.split(|&b| b == b'\n') {
-            if let Some((path, stat, hash)) = parse_line(line) {
-                by_path.insert(path, (stat, hash));
-            }
-        }
-        FileMemo { by_path }
+        let entries = body.split(|&b| b == b'\n').filter_map(parse_line).collect();
+        FileMemo::sorted(entries)
     }
 
     /// The settled records of `fingerprint`, one line each: `hash kind size mtime ctime ino
@@ -340,19 +377,36 @@ impl FileMemo {
     }
 }
 
+/// A decimal integer, optionally negative, and nothing else (what `text` writes).
+fn integer(text: &[u8]) -> Option<i128> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 38 {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i128::from(b - b'0');
+    }
+    Some(if negative { -value } else { value })
+}
+
 fn parse_line(line: &[u8]) -> Option<(Vec<u8>, Stat, [u8; 32])> {
     let mut fields = line.splitn(9, |&b| b == b'\t');
     let hash = unhex(fields.next()?)?;
     let kind = Kind::from_letter(fields.next()?)?;
-    let number = |what: &mut dyn Iterator<Item = &[u8]>| -> Option<i128> {
-        std::str::from_utf8(what.next()?).ok()?.parse().ok()
-    };
-    let size = u64::try_from(number(&mut fields)?).ok()?;
-    let mtime_ns = number(&mut fields)?;
-    let ctime_ns = number(&mut fields)?;
-    let ino = u64::try_from(number(&mut fields)?).ok()?;
-    let dev = u64::try_from(number(&mut fields)?).ok()?;
-    let mode = u32::try_from(number(&mut fields)?).ok()?;
+    let mut number = || integer(fields.next()?);
+    let size = u64::try_from(number()?).ok()?;
+    let mtime_ns = number()?;
+    let ctime_ns = number()?;
+    let ino = u64::try_from(number()?).ok()?;
+    let dev = u64::try_from(number()?).ok()?;
+    let mode = u32::try_from(number()?).ok()?;
     let path = fields.next().filter(|p| !p.is_empty())?.to_vec();
     let stat = Stat {
         kind,
@@ -375,13 +429,19 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &[u8]) -> Option<[u8; 32]> {
+    fn nibble(b: u8) -> Option<u8> {
+        match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        }
+    }
     if text.len() != 64 {
         return None;
     }
     let mut out = [0u8; 32];
-    for (i, pair) in text.chunks(2).enumerate() {
-        let pair = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(pair, 16).ok()?;
+    for (i, pair) in text.chunks_exact(2).enumerate() {
+        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
     }
     Some(out)
 }
@@ -422,6 +482,29 @@ mod tests {
         assert_ne!(key(&dir, &FileMemo::default()).0, added);
         std::fs::remove_file(dir.join("pkg/d.py")).unwrap();
         assert_eq!(key(&dir, &FileMemo::default()).0, edited);
+    }
+
+    #[test]
+    fn a_symlink_counts_by_where_it_points_and_is_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("site");
+        write(&dir.join("a/x.py"), "x = 1\n");
+        write(&dir.join("b/x.py"), "x = 2\n");
+        let outside = tmp.path().join("outside");
+        write(&outside.join("y.py"), "y = 1\n");
+        std::os::unix::fs::symlink(dir.join("a"), dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("out")).unwrap();
+        let fingerprint = Fingerprint::of_site(&dir, &FileMemo::default());
+        let paths: Vec<&[u8]> = fingerprint.records.iter().map(|r| &r.path[..]).collect();
+        assert_eq!(paths, [&b"a/x.py"[..], b"b/x.py", b"link", b"out"]);
+        let first = fingerprint.content_hash();
+        std::fs::remove_file(dir.join("link")).unwrap();
+        std::os::unix::fs::symlink(dir.join("b"), dir.join("link")).unwrap();
+        assert_ne!(key(&dir, &FileMemo::default()).0, first, "re-pointed");
+        // What lies behind a symlink that leaves the site is not the site's content.
+        let repointed = key(&dir, &FileMemo::default()).0;
+        write(&outside.join("y.py"), "y = 2\n");
+        assert_eq!(key(&dir, &FileMemo::default()).0, repointed);
     }
 
     #[test]
@@ -471,11 +554,11 @@ mod tests {
 
     #[test]
     fn a_damaged_memo_is_not_trusted() {
-        assert!(FileMemo::parse(b"garbage").by_path.is_empty());
+        assert!(FileMemo::parse(b"garbage").entries.is_empty());
         let text = [MEMO_HEADER, b"zz\tf\t1\t2\t3\t4\t5\t6\ta.py\n"].concat();
-        assert!(FileMemo::parse(&text).by_path.is_empty());
+        assert!(FileMemo::parse(&text).entries.is_empty());
         let good = format!("{}\tf\t1\t2\t3\t4\t5\t6\ta.py\n", "ab".repeat(32));
         let text = [MEMO_HEADER, good.as_bytes(), b"\tf\n"].concat();
-        assert_eq!(FileMemo::parse(&text).by_path.len(), 1);
+        assert_eq!(FileMemo::parse(&text).entries.len(), 1);
     }
 }

@@ -235,9 +235,13 @@ pub fn analyse(
         }
         key
     });
+    let clock = Instant::now();
     if let (Some(cache), Some(key)) = (&cache, &key)
         && let Some(loaded) = cache.get::<LoadedAnalysis>(key)
     {
+        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+            eprintln!("cache: result read {:?}", clock.elapsed());
+        }
         let result = crate::scan::ScanResult {
             gates: loaded.gates,
             modules: Vec::new(),
