@@ -482,3 +482,52 @@ fn explain_and_show_read_the_result_of_an_audit() {
         "audit, explain and show share one result"
     );
 }
+
+#[test]
+fn apply_without_synthesis_reads_the_jit_sources_of_an_audit() {
+    let (tmp, venv) = common::fixture::venv_copy("fusion");
+    let cache = tmp.path().join("cache").display().to_string();
+    let venv_arg = venv.display().to_string();
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "sm_120", "--venv", &venv_arg];
+        args.extend_from_slice(extra);
+        run_env(&args, &[])
+    };
+    let plain = apply(&["--dry-run", "--no-cache"]);
+    assert!(!plain.stdout.is_empty(), "{}", stderr(&plain));
+    // No audit yet: nothing to read, and apply computes what it needs as before.
+    let before_audit = apply(&["--dry-run", "--cache-dir", &cache]);
+    assert!(
+        !stderr(&before_audit).contains(HIT),
+        "{}",
+        stderr(&before_audit)
+    );
+    let audit = run_env(
+        [
+            "audit",
+            &venv_arg,
+            "-t",
+            "sm_120",
+            "--fail-on",
+            "none",
+            "--cache-dir",
+            &cache,
+        ],
+        &[],
+    );
+    assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
+    let cached = apply(&["--dry-run", "--cache-dir", &cache]);
+    assert!(stderr(&cached).contains(HIT), "{}", stderr(&cached));
+    assert_eq!(cached.status.code(), plain.status.code());
+    assert_eq!(cached.stdout, plain.stdout);
+    // The transaction written from the cached sources is the one written without them.
+    let site = venv.join(common::fixture::FUSION_SITE);
+    let written = apply(&["--cache-dir", &cache]);
+    assert!(stderr(&written).contains(HIT), "{}", stderr(&written));
+    let with_cache = common::fixture::hash_tree(&site);
+    let revert = run_env(["revert", "--venv", &venv_arg], &[]);
+    assert_eq!(revert.status.code(), Some(0), "{}", stderr(&revert));
+    let without = apply(&["--no-cache"]);
+    assert_eq!(without.status.code(), written.status.code());
+    assert_eq!(common::fixture::hash_tree(&site), with_cache);
+}

@@ -4,7 +4,10 @@
 use std::cell::OnceCell;
 
 use crate::arch::Arch;
+use crate::cli::args::TargetArgs;
+use crate::cli::audit::cached_jit;
 use crate::error::{Error, Result, exit};
+use crate::kernel::jit::JitIndex;
 use crate::kernel::query::KernelIndex;
 use crate::kernel::requirement::Requirement;
 use crate::ledger::history::{History, Kind, PatchEntry};
@@ -76,9 +79,36 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
             scan_overlay_with(&site, &rules, synth::SCAN_OPTIONS, &no_edits, memo.as_ref())
         })
     };
+    // Without synthesis the scan serves only the JIT sources, which an earlier audit of the
+    // unchanged site (same targets and options) keeps in gatefix's cache.
+    let cached_jit = if request.is_none() {
+        let targets = TargetArgs {
+            arch_check: args.arch_check.clone(),
+            targets: vec![args.target],
+            cuda: args.cuda.clone(),
+            rules: args.rules.clone(),
+        };
+        cached_jit(&site, &rules, &targets, synth::SCAN_OPTIONS, &args.cache)?
+    } else {
+        None
+    };
+    if cached_jit.is_some() {
+        eprintln!(
+            "gatefix: the site is unchanged since an earlier audit at {}: its JIT sources were \
+             read from gatefix's cache",
+            args.target
+        );
+    }
+    let cached_jit = std::cell::Cell::new(cached_jit);
     let kernel_cell: OnceCell<KernelIndex> = OnceCell::new();
-    let kernels =
-        || kernel_cell.get_or_init(|| kernel_index(&site, scan(), needs_libraries, needs_dsl));
+    let kernels = || {
+        kernel_cell.get_or_init(|| {
+            let jit = cached_jit
+                .take()
+                .unwrap_or_else(|| JitIndex::build(&site, scan()));
+            kernel_index(&site, jit, needs_libraries, needs_dsl)
+        })
+    };
     let input = plan::PlanInput {
         site: &site,
         target: args.target,
@@ -224,11 +254,11 @@ fn select<'p>(set: &'p PatchSet, ids: &[String]) -> Result<Vec<&'p Patch>> {
         .collect()
 }
 
-fn kernel_index(site: &Site, scan: &ScanResult, libraries: bool, dsl: bool) -> KernelIndex {
+fn kernel_index(site: &Site, jit: JitIndex, libraries: bool, dsl: bool) -> KernelIndex {
     let mut index = if libraries {
-        KernelIndex::build(site, scan)
+        KernelIndex::build_with_jit(site, jit)
     } else {
-        KernelIndex::build_jit_only(site, scan)
+        KernelIndex::new(Vec::new(), jit)
     };
     if dsl {
         index.dsl = crate::verdict::site_text::SiteText::read(&site.root).dsl_index();

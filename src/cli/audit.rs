@@ -201,6 +201,53 @@ fn analysis_context(
     out
 }
 
+/// The key of an analysis of `site` with these inputs, and the analysis the cache holds
+/// under it, if any.
+fn lookup(
+    cache: &Cache,
+    site: &Site,
+    rules: &Rules,
+    targets: &TargetArgs,
+    cuda: Option<&CudaVersion>,
+    options: ScanOptions,
+) -> (crate::cache::Key, Option<LoadedAnalysis>) {
+    let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
+    let clock = Instant::now();
+    let context = analysis_context(targets, rules, cuda, options);
+    let key = cache.key(&site.root, &context);
+    if timings {
+        eprintln!(
+            "cache: key of the site's files ({} read) {:?}",
+            key.files_read(),
+            clock.elapsed()
+        );
+    }
+    let clock = Instant::now();
+    let loaded = cache.get::<LoadedAnalysis>(&key);
+    if timings && loaded.is_some() {
+        eprintln!("cache: result read {:?}", clock.elapsed());
+    }
+    (key, loaded)
+}
+
+/// The JIT sources of an earlier analysis of the site as it is now (same files, gatefix,
+/// rules and options, at these targets), if the cache holds one: what `apply` needs of a scan
+/// when it synthesizes nothing. Nothing is computed or written on a miss.
+pub fn cached_jit(
+    site: &Site,
+    rules: &Rules,
+    targets: &TargetArgs,
+    options: ScanOptions,
+    cache: &CacheArgs,
+) -> Result<Option<JitIndex>> {
+    let Some(cache) = Cache::open(&cache.settings(), &site.root)? else {
+        return Ok(None);
+    };
+    let cuda = cuda_version(targets, site)?;
+    let (_, loaded) = lookup(&cache, site, rules, targets, cuda.as_ref(), options);
+    Ok(loaded.map(|l| l.jit))
+}
+
 /// Opens the site, scans it with `options` and, unless `options.kernel_sources` is off,
 /// judges every gate at the targets; warnings go to stderr. With a cache (`cache`), a site
 /// whose files are as they were at an earlier analysis with the same gatefix, rules and
@@ -222,26 +269,14 @@ pub fn analyse(
         Some(args) => Cache::open(&args.settings(), &site.root)?,
         None => None,
     };
-    let key = cache.as_ref().map(|cache| {
-        let clock = Instant::now();
-        let context = analysis_context(targets, &rules, cuda.as_ref(), options);
-        let key = cache.key(&site.root, &context);
-        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
-            eprintln!(
-                "cache: key of the site's files ({} read) {:?}",
-                key.files_read(),
-                clock.elapsed()
-            );
+    let (key, loaded) = match &cache {
+        Some(cache) => {
+            let (key, loaded) = lookup(cache, &site, &rules, targets, cuda.as_ref(), options);
+            (Some(key), loaded)
         }
-        key
-    });
-    let clock = Instant::now();
-    if let (Some(cache), Some(key)) = (&cache, &key)
-        && let Some(loaded) = cache.get::<LoadedAnalysis>(key)
-    {
-        if std::env::var_os("GATEFIX_TIMINGS").is_some() {
-            eprintln!("cache: result read {:?}", clock.elapsed());
-        }
+        None => (None, None),
+    };
+    if let Some(loaded) = loaded {
         let result = crate::scan::ScanResult {
             gates: loaded.gates,
             modules: Vec::new(),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::arch::Arch;
-use crate::cli::args::{ArchCheckArgs, WriteSiteArgs};
+use crate::cli::args::{ArchCheckArgs, CacheArgs, WriteSiteArgs};
 
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
@@ -58,4 +58,8 @@ pub struct ApplyArgs {
     /// CUDA version for `cuda >= X` atoms when synthesizing; default: the site's torch.
     #[arg(long, value_name = "X.Y")]
     pub cuda: Option<String>,
+    /// Without fixes to synthesize, the JIT sources of an earlier `gatefix audit --target
+    /// TARGET` of the unchanged site are read from gatefix's cache instead of scanning again.
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
