@@ -531,3 +531,31 @@ fn apply_without_synthesis_reads_the_jit_sources_of_an_audit() {
     assert_eq!(without.status.code(), written.status.code());
     assert_eq!(common::fixture::hash_tree(&site), with_cache);
 }
+
+#[test]
+fn kernels_reads_the_jit_sources_of_an_audit() {
+    let s = setup("verdicts");
+    let site = s.site.display().to_string();
+    let cache = s.cache.display().to_string();
+    let kernels = |extra: &[&str]| {
+        let mut args = vec!["kernels", &site, "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = run_env(&args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    let plain = kernels(&["--no-cache"]);
+    let audit = run_env(
+        ["audit", &site, "--fail-on", "none", "--cache-dir", &cache],
+        &[],
+    );
+    assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
+    let cached = kernels(&["--cache-dir", &cache]);
+    assert!(hit(&cached), "{}", stderr(&cached));
+    assert_eq!(cached.stdout, plain.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&cached.stdout).unwrap();
+    assert!(
+        doc.to_string().contains("supported_major_versions"),
+        "the fixture's JIT lists are in the report: {doc}"
+    );
+}

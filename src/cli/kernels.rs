@@ -6,10 +6,12 @@ use std::path::Path;
 
 use clap::Args;
 
-use super::args::{ArchCheckArgs, Format, SiteArgs};
+use super::args::{ArchCheckArgs, CacheArgs, Format, SiteArgs, TargetArgs};
+use super::audit::cached_jit;
 use crate::arch::Arch;
 use crate::error::{Error, Result, exit};
 use crate::kernel::inventory_file;
+use crate::kernel::jit::JitIndex;
 use crate::kernel::query::KernelIndex;
 use crate::report::kernels::{KernelsReport, render_human, render_json};
 use crate::rules::Rules;
@@ -42,6 +44,10 @@ pub struct KernelsArgs {
     /// without an arch list too (those are not listed otherwise).
     #[arg(long, value_name = "MODULE:FUNCTION")]
     pub generator: Vec<String>,
+    /// The JIT sources of an earlier `gatefix audit` of the unchanged site at the same
+    /// targets are read from gatefix's cache instead of scanning again.
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +67,25 @@ pub fn run(args: KernelsArgs) -> Result<i32> {
                 kernel_sources: true,
                 ..ScanOptions::default()
             };
-            let result = scan_with(&site, &rules, options);
-            let index = KernelIndex::build(&site, &result)
+            // An earlier `gatefix audit --target ...` of the unchanged site kept the JIT sources
+            // a scan would read (its `--cuda` is another one: CUDA for `cuda >= X` atoms).
+            let targets = TargetArgs {
+                arch_check: args.arch_check.clone(),
+                targets: args.targets.clone(),
+                cuda: None,
+                rules: args.rules.clone(),
+            };
+            let jit = match cached_jit(&site, &rules, &targets, options, &args.cache)? {
+                Some(jit) => {
+                    eprintln!(
+                        "gatefix: the site is unchanged since an earlier audit at these targets: \
+                         its JIT sources were read from gatefix's cache"
+                    );
+                    jit
+                }
+                None => JitIndex::build(&site, &scan_with(&site, &rules, options)),
+            };
+            let index = KernelIndex::build_with_jit(&site, jit)
                 .with_layer_rules(rules.kernel_layers.clone(), args.cuda.clone());
             let report = KernelsReport::new(Some(&site), &root, &index, &args.targets);
             let report = match args.layers {
