@@ -157,6 +157,13 @@ impl Cache {
         }))
     }
 
+    /// Whether an earlier run kept the file hashes of this site. Without them no result can
+    /// be found for it (the key needs every file read), so a caller may compute the key
+    /// beside its own work instead of before it.
+    pub fn knows(&self, site_root: &Path) -> bool {
+        self.memo_path(site_root).is_file()
+    }
+
     /// Hashes the site's files (reading only those changed since the memo of the last run)
     /// and `context`, everything else the result depends on. Keeps the new memo.
     pub fn key(&self, site_root: &Path, context: &[u8]) -> Key {

@@ -201,20 +201,16 @@ fn analysis_context(
     out
 }
 
-/// The key of an analysis of `site` with these inputs, and the analysis the cache holds
-/// under it, if any.
+/// The key of an analysis of the site at `root` with these inputs (`context`), and the
+/// analysis the cache holds under it, if any.
 fn lookup(
     cache: &Cache,
-    site: &Site,
-    rules: &Rules,
-    targets: &TargetArgs,
-    cuda: Option<&CudaVersion>,
-    options: ScanOptions,
+    root: &std::path::Path,
+    context: &[u8],
 ) -> (crate::cache::Key, Option<LoadedAnalysis>) {
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = Instant::now();
-    let context = analysis_context(targets, rules, cuda, options);
-    let key = cache.key(&site.root, &context);
+    let key = cache.key(root, context);
     if timings {
         eprintln!(
             "cache: key of the site's files ({} read) {:?}",
@@ -243,8 +239,12 @@ pub fn cached_jit(
     let Some(cache) = Cache::open(&cache.settings(), &site.root)? else {
         return Ok(None);
     };
+    if !cache.knows(&site.root) {
+        return Ok(None);
+    }
     let cuda = cuda_version(targets, site)?;
-    let (_, loaded) = lookup(&cache, site, rules, targets, cuda.as_ref(), options);
+    let context = analysis_context(targets, rules, cuda.as_ref(), options);
+    let (_, loaded) = lookup(&cache, &site.root, &context);
     Ok(loaded.map(|l| l.jit))
 }
 
@@ -269,12 +269,16 @@ pub fn analyse(
         Some(args) => Cache::open(&args.settings(), &site.root)?,
         None => None,
     };
+    let context = analysis_context(targets, &rules, cuda.as_ref(), options);
+    // The first audit of a site reads every file to hash it (0.4 s on sglang with flashinfer)
+    // and can find nothing: that runs beside the scan instead of before it.
+    let first_audit = cache.as_ref().filter(|cache| !cache.knows(&site.root));
     let (key, loaded) = match &cache {
-        Some(cache) => {
-            let (key, loaded) = lookup(cache, &site, &rules, targets, cuda.as_ref(), options);
+        Some(cache) if first_audit.is_none() => {
+            let (key, loaded) = lookup(cache, &site.root, &context);
             (Some(key), loaded)
         }
-        None => (None, None),
+        _ => (None, None),
     };
     if let Some(loaded) = loaded {
         let result = crate::scan::ScanResult {
@@ -297,12 +301,15 @@ pub fn analyse(
     let progress = Progress::start(&format!("scanning {}", site.root.display()));
     // The verdicts' reading of the site's text does not wait for the gates: it runs beside
     // the scan, whose longest files leave cores idle at its end.
-    let (result, prepared) = std::thread::scope(|scope| {
+    let (result, prepared, first_key) = std::thread::scope(|scope| {
         let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root)));
+        let first_key = first_audit.map(|cache| scope.spawn(|| cache.key(&site.root, &context)));
         let result = scan_with(&site, &rules, options);
         let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
-        (result, prepared)
+        let first_key = first_key.map(|k| k.join().expect("hashing the site's files"));
+        (result, prepared, first_key)
     });
+    let key = key.or(first_key);
     if result.stats.python_files == 0 {
         progress.finish();
         return Err(Error::input(format!(
