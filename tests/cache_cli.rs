@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::fixture::{copy_tree, run_env, stderr};
+use common::fixture::{copy_tree, run_env, stderr, stdout};
 
 const HIT: &str = "read from gatefix's cache";
 const FORMATS: [&str; 5] = ["json", "human", "sarif", "github", "html"];
@@ -425,9 +425,17 @@ fn cache_clean_removes_what_gatefix_keeps_and_nothing_else() {
     assert_eq!(String::from_utf8_lossy(&dir.stdout).trim(), cache);
     let from_env = run_env(["cache", "dir"], &[("GATEFIX_CACHE_DIR", &cache)]);
     assert_eq!(String::from_utf8_lossy(&from_env.stdout).trim(), cache);
+    // A result, the site's file hashes, and the executable's hash once it is 3 s old.
+    let kept = files_under(&s.cache.join("audit")).len();
+    assert!((2..=3).contains(&kept), "{kept}");
     let out = run_env(["cache", "clean", "--cache-dir", &cache], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("removed 2 file(s)"));
+    let said = format!("removed {kept} file(s)");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with(&said),
+        "{}",
+        stdout(&out)
+    );
     assert!(!s.cache.join("audit").exists());
     assert!(s.cache.join("wheels/w.whl").exists());
     assert!(!hit(&audit(&s.site, &s.cache, "json", &[])));
@@ -558,4 +566,48 @@ fn kernels_reads_the_jit_sources_of_an_audit() {
         doc.to_string().contains("supported_major_versions"),
         "the fixture's JIT lists are in the report: {doc}"
     );
+}
+
+/// The build is named by its executable's bytes: the same build installed again elsewhere
+/// (a fresh venv in each CI job) reads the results of the first, a different build does not.
+#[test]
+fn the_same_build_installed_again_keeps_its_results_and_another_build_does_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup("verdicts");
+    let bytes = std::fs::read(common::gatefix_bin()).unwrap();
+    let install = |name: &str, bytes: &[u8]| {
+        let dir = s.cache.parent().unwrap().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("gatefix");
+        std::fs::write(&exe, bytes).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        exe
+    };
+    let first = install("first", &bytes);
+    let again = install("again", &bytes);
+    // Bytes after the end of an ELF file change nothing it does, but make another file.
+    let other = install("other", &[&bytes[..], b"another build"].concat());
+    let audit_with = |exe: &Path| {
+        let out = std::process::Command::new(exe)
+            .args(["audit", &s.site.display().to_string(), "--format", "json"])
+            .args([
+                "--fail-on",
+                "none",
+                "--cache-dir",
+                &s.cache.display().to_string(),
+            ])
+            .env_remove("VIRTUAL_ENV")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    let miss = audit_with(&first);
+    assert!(!hit(&miss), "{}", stderr(&miss));
+    let reinstalled = audit_with(&again);
+    assert!(hit(&reinstalled), "{}", stderr(&reinstalled));
+    assert_eq!(reinstalled.stdout, miss.stdout);
+    let rebuilt = audit_with(&other);
+    assert!(!hit(&rebuilt), "{}", stderr(&rebuilt));
+    assert_eq!(rebuilt.stdout, miss.stdout);
 }

@@ -102,11 +102,7 @@ impl Fingerprint {
     /// [`Fingerprint::of_site`] from a walk already made (so that the memo can be read
     /// meanwhile).
     pub fn of_walk(root: &Path, walk: Walk, memo: &FileMemo) -> Fingerprint {
-        let settled_before = walk
-            .started
-            .checked_sub(Duration::from_secs(RACY_SECONDS))
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        let settled_before_ns = nanos(settled_before);
+        let settled_before_ns = racy_limit(walk.started);
         let mut records: Vec<(Record, bool)> = walk
             .entries
             .into_par_iter()
@@ -196,6 +192,24 @@ fn folder(root: &Path, relative: &[u8]) -> Vec<(Vec<u8>, Result<Stat, String>)> 
     out
 }
 
+/// Whether a file with this stat changed long enough before `now` for its hash to be kept
+/// ([`RACY_SECONDS`]).
+pub fn settled(stat: &Stat, now: SystemTime) -> bool {
+    settled_before(stat, racy_limit(now))
+}
+
+/// The time (ns since the epoch) a change must precede to be settled at `now`.
+fn racy_limit(now: SystemTime) -> i128 {
+    nanos(
+        now.checked_sub(Duration::from_secs(RACY_SECONDS))
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+    )
+}
+
+fn settled_before(stat: &Stat, limit_ns: i128) -> bool {
+    stat.mtime_ns < limit_ns && stat.ctime_ns < limit_ns
+}
+
 fn nanos(time: SystemTime) -> i128 {
     match time.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(after) => after.as_nanos() as i128,
@@ -215,7 +229,7 @@ fn record(
         Ok(stat) => stat,
         Err(why) => return (unreadable(path, &why), false),
     };
-    let settled = stat.mtime_ns < settled_before_ns && stat.ctime_ns < settled_before_ns;
+    let settled = settled_before(&stat, settled_before_ns);
     if let Some(hash) = memo.hash(&path, &stat) {
         let record = Record {
             path,
@@ -275,7 +289,7 @@ fn symlink_hash(path: &Path) -> [u8; 32] {
     hash.finalize().into()
 }
 
-fn stat_of(meta: &std::fs::Metadata) -> Stat {
+pub fn stat_of(meta: &std::fs::Metadata) -> Stat {
     let file_type = meta.file_type();
     let kind = if file_type.is_file() {
         Kind::File
@@ -306,7 +320,7 @@ pub struct FileMemo {
 const MEMO_HEADER: &[u8] = b"gatefix file hashes 1\n";
 
 impl FileMemo {
-    fn hash(&self, path: &[u8], stat: &Stat) -> Option<[u8; 32]> {
+    pub fn hash(&self, path: &[u8], stat: &Stat) -> Option<[u8; 32]> {
         let at = self
             .entries
             .binary_search_by(|(p, _, _)| p.as_slice().cmp(path))

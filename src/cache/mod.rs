@@ -183,7 +183,7 @@ impl Cache {
         }
         let mut hash = Sha256::new();
         hash.update(RESULT_HEADER.as_bytes());
-        hash.update(executable_identity());
+        hash.update(self.executable_identity());
         hash.update(site_root.as_os_str().as_encoded_bytes());
         hash.update([0]);
         hash.update((context.len() as u64).to_le_bytes());
@@ -242,6 +242,52 @@ impl Cache {
         }
     }
 
+    /// What identifies the running gatefix build: its version and the SHA-256 of its
+    /// executable, so that a rebuilt binary never reads another's results while the same
+    /// build installed again (a fresh venv in each CI job) keeps them. The hash is kept with
+    /// the executable's stat (`<dir>/audit/executable`), like a site file's: read again only
+    /// when the stat moved.
+    fn executable_identity(&self) -> Vec<u8> {
+        let mut out = crate::VERSION.as_bytes().to_vec();
+        out.push(0);
+        match self.executable_hash() {
+            Some(hash) => out.extend_from_slice(&hash),
+            // Unknown: a key no other process can compute, so nothing is shared.
+            None => out.extend_from_slice(
+                format!("{:?} {}", SystemTime::now(), std::process::id()).as_bytes(),
+            ),
+        }
+        out
+    }
+
+    fn executable_hash(&self) -> Option<[u8; 32]> {
+        let exe = std::env::current_exe().ok()?;
+        let stat = fingerprint::stat_of(&std::fs::metadata(&exe).ok()?);
+        let path = exe.as_os_str().as_encoded_bytes().to_vec();
+        let memo_path = self.dir.join("executable");
+        let memo = std::fs::read(&memo_path)
+            .map(|bytes| FileMemo::parse(&bytes))
+            .unwrap_or_default();
+        if let Some(hash) = memo.hash(&path, &stat) {
+            return Some(hash);
+        }
+        let hash: [u8; 32] = Sha256::digest(std::fs::read(&exe).ok()?).into();
+        let record = fingerprint::Record {
+            path,
+            stat: Some(stat),
+            hash,
+            settled: fingerprint::settled(&stat, SystemTime::now()),
+        };
+        if record.settled {
+            let kept = Fingerprint {
+                records: vec![record],
+                hashed: 1,
+            };
+            self.write(&memo_path, &FileMemo::text(&kept));
+        }
+        Some(hash)
+    }
+
     fn memo_path(&self, site_root: &Path) -> PathBuf {
         let site = Sha256::digest(site_root.as_os_str().as_encoded_bytes());
         self.dir.join("files").join(hex(&site[..16]))
@@ -297,30 +343,6 @@ fn unchanged_since(key: &Key) -> bool {
             .iter()
             .zip(&key.fingerprint.records)
             .all(|(a, b)| a.path == b.path && a.stat == b.stat && a.hash == b.hash)
-}
-
-/// What identifies the running gatefix build: its version and its executable's size, time
-/// and inode, so that a rebuilt binary never reads the results of another.
-fn executable_identity() -> Vec<u8> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = crate::VERSION.as_bytes().to_vec();
-    match std::env::current_exe().and_then(std::fs::metadata) {
-        Ok(meta) => {
-            for n in [
-                meta.len(),
-                meta.mtime() as u64,
-                meta.mtime_nsec() as u64,
-                meta.ino(),
-                meta.dev(),
-            ] {
-                out.extend_from_slice(&n.to_le_bytes());
-            }
-        }
-        // Unknown: a key no other process can compute, so nothing is shared.
-        Err(_) => out
-            .extend_from_slice(format!("{:?}{}", SystemTime::now(), std::process::id()).as_bytes()),
-    }
-    out
 }
 
 /// Writes to a temporary name in the same folder and renames it over `path`.
