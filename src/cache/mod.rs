@@ -10,7 +10,8 @@
 //! - `files/<site>`: the content hash of each file of a site, with the stat data it was
 //!   computed under, so that an unchanged file is not read again (`fingerprint`);
 //! - `results/<key>`: one result per key, the key being the SHA-256 of the site's content,
-//!   the gatefix executable, the rules and the options.
+//!   the gatefix build (its version and executable's SHA-256), the rules and the options;
+//! - `executable`: the executable's hash with the stat it was computed under.
 //!
 //! Safe with concurrent runs: every file is written whole to a temporary name and renamed,
 //! so a reader sees an old entry or a new one, never half of one. An entry is checked before
