@@ -14,6 +14,7 @@ pub mod gate;
 pub mod kernel;
 pub mod ledger;
 pub mod patch;
+pub mod path;
 pub mod policy;
 pub mod process;
 pub mod report;

@@ -33,6 +33,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::path::{absolute, real};
 use fingerprint::{FileMemo, Fingerprint, hex};
 
 pub const DIR_ENV: &str = "GATEFIX_CACHE_DIR";
@@ -91,16 +92,6 @@ pub fn location(settings: &Settings) -> Option<(PathBuf, &'static str)> {
     env("HOME").map(|home| (home.join(".cache").join("gatefix"), "$HOME"))
 }
 
-fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .unwrap_or_else(|_| PathBuf::from("/"))
-            .join(path)
-    }
-}
-
 /// The cache of audit results, for one run.
 #[derive(Debug)]
 pub struct Cache {
@@ -133,11 +124,8 @@ impl Cache {
         let Some((dir, source)) = location(settings) else {
             return Ok(None);
         };
-        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        let site = real(site_root);
-        let existing = dir.ancestors().find(|a| a.exists()).map(real);
-        let inside = existing.is_some_and(|a| a.starts_with(&site)) || dir.starts_with(&site);
-        if inside {
+        let site = real(&absolute(site_root));
+        if real(&absolute(&dir)).starts_with(&site) {
             let message = format!(
                 "the cache folder {} (from {source}) is inside the audited site {}; gatefix writes \
                  nothing there but patches",

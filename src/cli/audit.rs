@@ -191,13 +191,7 @@ fn analysis_context(
     options: ScanOptions,
 ) -> Vec<u8> {
     let mut out = rules.digest().to_vec();
-    out.extend_from_slice(
-        format!(
-            "{:?}\n{:?}\n{:?}\n{:?}",
-            targets.targets, cuda, options, rules.files
-        )
-        .as_bytes(),
-    );
+    out.extend_from_slice(format!("{:?}\n{:?}\n{:?}", targets.targets, cuda, options).as_bytes());
     out
 }
 

@@ -9,9 +9,10 @@
 //! Refused: `/`, the site root or any folder inside it (except the default place, the site's
 //! own `.gatefix` folder), and a folder that holds other things and is not a gatefix ledger.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::path::{absolute, real};
 
 pub const ENV: &str = "GATEFIX_LEDGER";
 /// The pointer file, in the folder that holds the default ledger.
@@ -84,50 +85,6 @@ pub fn resolve(site_root: &Path, explicit: Option<&Path>) -> Result<(PathBuf, So
         ))
     })?;
     Ok((dir, source))
-}
-
-/// An absolute, lexically clean path (no `.`/`..`), without touching the disk.
-fn absolute(path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .unwrap_or_else(|_| PathBuf::from("/"))
-            .join(path)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// The path with its longest existing prefix resolved through symlinks.
-fn real(path: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut cur = path.to_path_buf();
-    loop {
-        if let Ok(canon) = cur.canonicalize() {
-            let mut out = canon;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                cur = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 fn check(site_root: &Path, dir: &Path) -> std::result::Result<(), String> {
