@@ -23,33 +23,29 @@
 
 use super::model::{
     BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopFlow, LoopKind, MODULE_SCOPE,
-    ScopeId, ScopeKind, SemanticModel, TryFlow,
+    Reach, ScopeId, ScopeKind, SemanticModel, TryFlow,
 };
 
 /// Ways a binding may reach a read that are kept apart; past this the rest are dropped (the
 /// binding still reaches, under the guards kept).
 const MAX_WAYS: usize = 16;
 
-/// A binding that reaches a read (`None`: no binding of the scope, see the module doc), under
-/// any one of `ways` (each a conjunction of guards; `[[]]` is always).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Reach {
-    pub binding: Option<BindingId>,
-    pub ways: Vec<Vec<Guard>>,
-}
-
-impl Reach {
-    /// Whether it reaches on every path to the read.
-    pub fn always(&self) -> bool {
-        self.ways.iter().any(Vec::is_empty)
-    }
-}
-
 impl SemanticModel {
     /// The bindings of `name` that reach a read at `offset`, each with the guards under
     /// which it is the one read (see the module doc).
+    /// Answers are kept in the model (`SemanticModel::reached`): a read is asked about again
+    /// for every caller and every site that reaches it.
     pub fn reaching(&self, name: &str, offset: usize) -> Vec<Reach> {
-        reaching(self, name, self.scope_at(offset), offset)
+        let key = (Box::<str>::from(name), offset);
+        if let Some(known) = self.reached.lock().expect("no poisoned lock").get(&key) {
+            return known.clone();
+        }
+        let reach = reaching(self, name, self.scope_at(offset), offset);
+        self.reached
+            .lock()
+            .expect("no poisoned lock")
+            .insert(key, reach.clone());
+        reach
     }
 }
 
@@ -771,6 +767,11 @@ fn conjoin(a: &[Guard], b: &[Guard]) -> Option<Vec<Guard>> {
 /// Merges ways that differ only in one guard holding or not (`c and d`, `c and not d` is
 /// `c`), drops repeats and ways another way implies (`c and d` beside `c`), and keeps at most
 /// `MAX_WAYS`.
+///
+/// Joins call this hundreds of thousands of times on a big site, most pairs of ways having
+/// nothing to do with each other: each pair is first compared by a word that two ways must
+/// share to merge (`merge_key`) or for one to imply the other (`guard_mask`), and only then
+/// guard by guard. The answer is exactly that of the guard-by-guard comparison alone.
 fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
     // `always` absorbs every other way; one way has nothing to merge with.
     if ways.iter().any(Vec::is_empty) {
@@ -783,8 +784,14 @@ fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
     while changed {
         changed = false;
         ways.dedup();
+        let keys: Vec<Option<(usize, u64)>> = ways.iter().map(|way| merge_key(way)).collect();
         'pairs: for i in 0..ways.len() {
             for j in i + 1..ways.len() {
+                if let (Some(a), Some(b)) = (keys[i], keys[j])
+                    && a != b
+                {
+                    continue;
+                }
                 if let Some(merged) = merge(&ways[i], &ways[j]) {
                     ways[i] = merged;
                     ways.remove(j);
@@ -794,10 +801,14 @@ fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
             }
         }
     }
+    let masks: Vec<u64> = ways.iter().map(|way| guard_mask(way)).collect();
     let mut unique: Vec<Vec<Guard>> = Vec::new();
     for (i, way) in ways.iter().enumerate() {
         let implied = ways.iter().enumerate().any(|(j, other)| {
-            j != i && other.iter().all(|g| way.contains(g)) && (other.len() < way.len() || j < i)
+            j != i
+                && masks[j] & !masks[i] == 0
+                && (other.len() < way.len() || j < i)
+                && other.iter().all(|g| way.contains(g))
         });
         if !implied && !unique.contains(way) {
             unique.push(way.clone());
@@ -809,6 +820,45 @@ fn simplify(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
     }
     unique.truncate(MAX_WAYS);
     unique
+}
+
+/// A guard's test and kind without whether it holds, as a word.
+fn guard_word(guard: &Guard) -> u64 {
+    // A multiply-xor mix: equal guards give equal words, which is all the callers rely on;
+    // unequal ones rarely collide, and a collision only costs the guard-by-guard comparison.
+    let (start, end) = guard.range;
+    let mixed = (start as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (end as u64)
+            .rotate_left(29)
+            .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        ^ guard.kind as u64;
+    mixed ^ (mixed >> 31)
+}
+
+/// What two ways that `merge` share: their length and the sum of their guards' words,
+/// polarity left out (one guard holds in one and not in the other). `None` for a way that
+/// names one test twice, which this argument does not cover: such a way is compared guard
+/// by guard.
+fn merge_key(way: &[Guard]) -> Option<(usize, u64)> {
+    let mut sum = 0u64;
+    for (i, guard) in way.iter().enumerate() {
+        if way[..i]
+            .iter()
+            .any(|g| g.kind == guard.kind && g.range == guard.range)
+        {
+            return None;
+        }
+        sum = sum.wrapping_add(guard_word(guard));
+    }
+    Some((way.len(), sum))
+}
+
+/// One bit per guard (polarity included) of a way: a way whose guards all stand in another
+/// has its bits in the other's.
+fn guard_mask(way: &[Guard]) -> u64 {
+    way.iter()
+        .map(|g| 1u64 << ((guard_word(g) ^ u64::from(g.holds)) % 64))
+        .fold(0, |mask, bit| mask | bit)
 }
 
 /// `a` and `b` merged when they are the same but for one guard, negated in one of them.
@@ -833,4 +883,99 @@ fn merge(a: &[Guard], b: &[Guard]) -> Option<Vec<Guard>> {
             .filter(|g| *g != differ)
             .collect::<Vec<Guard>>(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `simplify` as it was before the quick comparisons: guard by guard only.
+    fn simplify_by_guards(mut ways: Vec<Vec<Guard>>) -> Vec<Vec<Guard>> {
+        if ways.iter().any(Vec::is_empty) {
+            return vec![Vec::new()];
+        }
+        if ways.len() <= 1 {
+            return ways;
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            ways.dedup();
+            'pairs: for i in 0..ways.len() {
+                for j in i + 1..ways.len() {
+                    if let Some(merged) = merge(&ways[i], &ways[j]) {
+                        ways[i] = merged;
+                        ways.remove(j);
+                        changed = true;
+                        break 'pairs;
+                    }
+                }
+            }
+        }
+        let mut unique: Vec<Vec<Guard>> = Vec::new();
+        for (i, way) in ways.iter().enumerate() {
+            let implied = ways.iter().enumerate().any(|(j, other)| {
+                j != i
+                    && other.iter().all(|g| way.contains(g))
+                    && (other.len() < way.len() || j < i)
+            });
+            if !implied && !unique.contains(way) {
+                unique.push(way.clone());
+            }
+        }
+        if unique.iter().any(Vec::is_empty) {
+            return vec![Vec::new()];
+        }
+        unique.truncate(MAX_WAYS);
+        unique
+    }
+
+    /// Guards over four tests of two kinds, so that ways share, negate and repeat them; a
+    /// way may name a test twice (which the joins never build, but `simplify` must not care).
+    fn guard() -> impl Strategy<Value = Guard> {
+        (0usize..4, any::<bool>(), any::<bool>()).prop_map(|(test, case, holds)| Guard {
+            kind: if case {
+                GuardKind::Case
+            } else {
+                GuardKind::Test
+            },
+            range: (test * 10, test * 10 + 5),
+            holds,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn quick_comparisons_change_no_answer(
+            ways in proptest::collection::vec(proptest::collection::vec(guard(), 0..5), 0..24)
+        ) {
+            prop_assert_eq!(simplify(ways.clone()), simplify_by_guards(ways));
+        }
+    }
+
+    #[test]
+    fn ways_differing_in_one_guard_merge_and_implied_ways_go() {
+        let c = Guard {
+            kind: GuardKind::Test,
+            range: (0, 1),
+            holds: true,
+        };
+        let d = Guard {
+            kind: GuardKind::Test,
+            range: (2, 3),
+            holds: true,
+        };
+        assert_eq!(
+            simplify(vec![vec![c, d], vec![c, d.negated()]]),
+            vec![vec![c]]
+        );
+        assert_eq!(simplify(vec![vec![c, d], vec![c]]), vec![vec![c]]);
+        assert_eq!(
+            simplify(vec![vec![d], vec![d.negated()]]),
+            vec![Vec::<Guard>::new()]
+        );
+        assert_eq!(simplify(vec![vec![c], vec![d]]), vec![vec![c], vec![d]]);
+    }
 }

@@ -21,8 +21,7 @@ mod model;
 mod tests;
 
 pub use binder::bind;
-pub use flow::Reach;
 pub use model::{
     Binding, BindingId, BindingKind, Branch, BranchId, BranchKind, Guard, GuardKind, MODULE_SCOPE,
-    Range, Scope, ScopeId, ScopeKind, SemanticModel,
+    Range, Reach, Scope, ScopeId, ScopeKind, SemanticModel,
 };

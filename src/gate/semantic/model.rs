@@ -173,6 +173,24 @@ pub struct Branch {
     pub range: Range,
 }
 
+/// A binding that reaches a read (`None`: no binding of the scope; see `flow`'s module doc), under
+/// any one of `ways` (each a conjunction of guards; `[[]]` is always).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Reach {
+    pub binding: Option<BindingId>,
+    pub ways: Vec<Vec<Guard>>,
+}
+
+impl Reach {
+    /// Whether it reaches on every path to the read.
+    pub fn always(&self) -> bool {
+        self.ways.iter().any(Vec::is_empty)
+    }
+}
+
+/// `reaching`'s answers, by the name read and where.
+type ReachedByRead = rustc_hash::FxHashMap<(Box<str>, usize), Vec<Reach>>;
+
 /// The semantic model of one module.
 #[derive(Debug, Default)]
 pub struct SemanticModel {
@@ -184,6 +202,10 @@ pub struct SemanticModel {
     pub too_deep: bool,
     /// Every scope by where its range starts, sorted (`scope_at`).
     pub(super) by_start: Vec<(usize, ScopeId)>,
+    /// `reaching`'s answers by name and offset. The query reads the model alone, so one
+    /// answer serves every resolver that asks it (each caller's, each round's); a module's
+    /// model lives as long as its lowering.
+    pub(super) reached: std::sync::Mutex<ReachedByRead>,
 }
 
 /// The module scope is always the first.
