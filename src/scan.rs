@@ -8,8 +8,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::gate::chunks::{
-    CHUNK_MIN_FILE_BYTES, MayDefine, is_identifier_byte, may_define, relevant_ranges_at,
-    whole_word_starts,
+    CHUNK_MIN_FILE_BYTES, MayDefine, may_define, relevant_ranges_at, whole_word_starts,
 };
 use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
@@ -291,6 +290,10 @@ enum FileOutcome {
     Noted(Warning),
 }
 
+/// A file's `from ... import` statements (`exports::from_imports`), read in the first pass
+/// for `lower_importers`; `None` where the file has no module name or could not be read.
+type FileImports = Option<std::sync::Arc<[exports::FromImport]>>;
+
 /// What `gatefix kernels` needs besides gates: fixed-arch flag constants and cubin tables.
 const KERNEL_SOURCE_TOKENS: &[&str] = &["_nvcc_flags", "CUBIN_ARCHS"];
 
@@ -324,7 +327,7 @@ pub fn scan_overlay(
 #[derive(Default)]
 pub struct LoweringMemo {
     /// The first pass over every file, by relative path.
-    outcomes: std::sync::Mutex<HashMap<String, FileOutcome>>,
+    outcomes: std::sync::Mutex<HashMap<String, (FileOutcome, FileImports)>>,
     /// Lowerings with extra names (importers of device names, fed parameters).
     lowered: std::sync::Mutex<HashMap<LoweringKey, Lowered>>,
     /// The index of the site as it is on disk: every scan's index shares its whole parses
@@ -406,7 +409,7 @@ pub fn scan_overlay_with(
 
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let outcomes: Vec<FileOutcome> = files
+    let outcomes: Vec<(FileOutcome, FileImports)> = files
         .par_iter()
         .map(|file| {
             with_read_buffer(|buffer| {
@@ -463,32 +466,37 @@ pub fn scan_overlay_with(
                     }
                     FileOutcome::Parsed(name.clone(), ir, file_warnings)
                 };
+                let imports_of = |bytes: &[u8]| -> FileImports {
+                    let (module, is_package) = module_name(file)?;
+                    Some(exports::from_imports(bytes, &module, is_package).into())
+                };
                 let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
                 if let Some(bytes) = edited {
-                    return lower_bytes(bytes);
+                    return (lower_bytes(bytes), imports_of(bytes));
                 }
                 if let Some(memo) = memo
                     && let Some(outcome) = memo.outcomes.lock().unwrap().get(&name)
                 {
                     return outcome.clone();
                 }
-                let mut from_disk = || -> FileOutcome {
+                let mut from_disk = || -> (FileOutcome, FileImports) {
                     let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes)
                     {
                         Ok(len) => len,
                         Err(Unread::TooLarge(size)) => {
-                            return skipped(format!(
+                            return (skipped(format!(
                                 "skipped: {size} bytes, over the {}-byte limit (--max-file-size); gates in it are not reported",
                                 options.max_file_bytes
-                            ));
+                            )), None);
                         }
                         Err(Unread::Io(err)) => {
-                            return skipped(format!(
+                            return (skipped(format!(
                                 "skipped: cannot read: {err}; gates in it are not reported"
-                            ));
+                            )), None);
                         }
                     };
-                    lower_bytes(&buffer[..len])
+                    let bytes = &buffer[..len];
+                    (lower_bytes(bytes), imports_of(bytes))
                 };
                 let outcome = from_disk();
                 if let Some(memo) = memo {
@@ -504,7 +512,7 @@ pub fn scan_overlay_with(
     if timings {
         let parsed = outcomes
             .iter()
-            .filter(|o| matches!(o, FileOutcome::Parsed(..)))
+            .filter(|(o, _)| matches!(o, FileOutcome::Parsed(..)))
             .count();
         eprintln!(
             "scan: read, parse and lower ({parsed} of {} files) {:?}",
@@ -514,7 +522,9 @@ pub fn scan_overlay_with(
     }
     let mut lowered: Vec<(String, SharedModule, Vec<Warning>)> = Vec::new();
     let mut skipped_files = walk_skips;
-    for outcome in outcomes {
+    let mut imports: Vec<FileImports> = Vec::with_capacity(outcomes.len());
+    for (outcome, file_imports) in outcomes {
+        imports.push(file_imports);
         match outcome {
             FileOutcome::Parsed(file, module, file_warnings) => {
                 lowered.push((file, module, file_warnings))
@@ -532,6 +542,7 @@ pub fn scan_overlay_with(
     let imported = lower_importers(
         &mut lowered,
         &files,
+        &imports,
         &site.root,
         overlay,
         &lowering,
@@ -561,6 +572,7 @@ pub fn scan_overlay_with(
         overlay,
         max_file_bytes: options.max_file_bytes,
         last_index: None,
+        may_define_memo: Default::default(),
     };
     let mut by_module: BTreeMap<String, SharedModule> = lowered
         .iter()
@@ -736,42 +748,6 @@ pub fn scan_overlay_with(
     }
 }
 
-/// Names searched for with a DFA by `lower_importers` (real sites export a few thousand).
-const MAX_DFA_NAMES: usize = 10_000;
-
-/// Whether a text holds one of a set of names as a whole word. A DFA over the names
-/// searches fastest, but its build grows with the names (minutes for the 100,000 of a
-/// generated file): past `MAX_DFA_NAMES`, each identifier of the text is looked up in a set.
-enum NameFinder<'w> {
-    Automaton(aho_corasick::AhoCorasick),
-    Set(std::collections::HashSet<&'w [u8]>),
-}
-
-impl<'w> NameFinder<'w> {
-    fn new(words: &BTreeSet<&'w str>) -> NameFinder<'w> {
-        if words.len() <= MAX_DFA_NAMES
-            && let Ok(automaton) = aho_corasick::AhoCorasick::builder()
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                .build(words)
-        {
-            return NameFinder::Automaton(automaton);
-        }
-        NameFinder::Set(words.iter().map(|w| w.as_bytes()).collect())
-    }
-
-    fn occurs_in(&self, bytes: &[u8]) -> bool {
-        match self {
-            NameFinder::Automaton(automaton) => automaton.find_iter(bytes).any(|m| {
-                let before = m.start() > 0 && is_identifier_byte(bytes[m.start() - 1]);
-                !before && !bytes.get(m.end()).is_some_and(|&b| is_identifier_byte(b))
-            }),
-            NameFinder::Set(names) => bytes
-                .split(|&b| !is_identifier_byte(b))
-                .any(|word| !word.is_empty() && names.contains(word)),
-        }
-    }
-}
-
 /// Lowers, in rounds, the files that import a name another lowered module binds from the
 /// device (`gate::exports`), with that name taken as arch-dependent; a file lowered before
 /// is lowered again in place. Returns, by module, the names each was lowered with.
@@ -779,6 +755,7 @@ impl<'w> NameFinder<'w> {
 fn lower_importers(
     lowered: &mut Vec<(String, SharedModule, Vec<Warning>)>,
     files: &[PathBuf],
+    imports: &[FileImports],
     root: &Path,
     overlay: &HashMap<String, Vec<u8>>,
     lowering: &FileLowering,
@@ -809,18 +786,28 @@ fn lower_importers(
         if words.is_empty() {
             break;
         }
-        let finder = NameFinder::new(&words);
         let searched = std::time::Instant::now();
-        // (file, module, is_package, every name it imports from the device)
+        // (file, module, is_package, every name it imports from the device). A file that
+        // imports none of this round's new names imports what it did last round: the lookup
+        // finds it again only where that lowering gave nothing to keep, and no new name.
         let found: Vec<(&PathBuf, String, bool, Vec<String>)> = files
             .par_iter()
-            .filter_map(|file| {
-                let (module, is_package) = module_name(file)?;
-                let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
-                if !finder.occurs_in(&bytes) {
+            .zip(imports)
+            .filter_map(|(file, statements)| {
+                let statements = statements.as_deref()?;
+                let imports_a_new_name = statements.iter().any(|statement| {
+                    fresh.get(&statement.module).is_some_and(|new| {
+                        statement
+                            .names
+                            .iter()
+                            .any(|(member, _)| new.contains(member))
+                    })
+                });
+                if !imports_a_new_name {
                     return None;
                 }
-                let names = exports::imported_device_names(&bytes, &module, is_package, &known);
+                let (module, is_package) = module_name(file)?;
+                let names = exports::device_names_imported_by(statements, &known);
                 let before = imported.get(&module);
                 if names.iter().all(|n| before.is_some_and(|b| b.contains(n))) {
                     return None;
@@ -1050,6 +1037,29 @@ struct FedLowering<'a> {
     max_file_bytes: u64,
     /// The index the last `device_arguments` built (kept for resolution when current).
     last_index: Option<ModuleIndex>,
+    /// `may_define`'s answers by module and name: the pass asks about the same callee
+    /// for every call site of it, and each answer costs reading the module's file.
+    may_define_memo: std::sync::Mutex<rustc_hash::FxHashMap<(String, String), MayDefine>>,
+}
+
+impl FedLowering<'_> {
+    /// What the module's file may define as `name` (`chunks::may_define`): all `true` when
+    /// it cannot be read.
+    fn may_define_in_file(&self, module: &str, name: &str) -> MayDefine {
+        let unreadable = MayDefine {
+            mentioned: true,
+            function: true,
+            class: true,
+        };
+        let Some(file) = self.index.file(module) else {
+            return unreadable;
+        };
+        if let Some(bytes) = self.overlay.get(&relative(Path::new(""), &file.path)) {
+            return may_define(bytes, name);
+        }
+        std::fs::read(self.site_root.join(&file.path))
+            .map_or(unreadable, |bytes| may_define(&bytes, name))
+    }
 }
 
 impl Lowering for FedLowering<'_> {
@@ -1101,19 +1111,13 @@ impl Lowering for FedLowering<'_> {
     }
 
     fn may_define(&self, module: &str, name: &str) -> MayDefine {
-        let unreadable = MayDefine {
-            mentioned: true,
-            function: true,
-            class: true,
-        };
-        let Some(file) = self.index.file(module) else {
-            return unreadable;
-        };
-        if let Some(bytes) = self.overlay.get(&relative(Path::new(""), &file.path)) {
-            return may_define(bytes, name);
+        let key = (module.to_string(), name.to_string());
+        if let Some(&known) = self.may_define_memo.lock().unwrap().get(&key) {
+            return known;
         }
-        std::fs::read(self.site_root.join(&file.path))
-            .map_or(unreadable, |bytes| may_define(&bytes, name))
+        let found = self.may_define_in_file(module, name);
+        self.may_define_memo.lock().unwrap().insert(key, found);
+        found
     }
 
     fn already_device(&self, name: &str) -> bool {
@@ -1403,37 +1407,6 @@ mod tests {
             .collect();
         assert_eq!(ours, walkdir_order);
         assert_eq!(ours.len(), names.len());
-    }
-}
-
-#[cfg(test)]
-mod name_finder_tests {
-    use super::*;
-
-    /// The set finder (many names) answers as the automaton (few) does: whole words only.
-    #[test]
-    fn both_finders_match_whole_names_only() {
-        let words: BTreeSet<&str> = ["fast", "sm100_ok"].into_iter().collect();
-        let automaton = NameFinder::new(&words);
-        let set = NameFinder::Set(words.iter().map(|w| w.as_bytes()).collect());
-        assert!(matches!(automaton, NameFinder::Automaton(_)));
-        for (text, found) in [
-            ("from m import fast\n", true),
-            ("x = sm100_ok and y", true),
-            ("x = faster + breakfast + fast_path + _fast", false),
-            ("x = 1fast", false),
-            ("fast", true),
-            ("", false),
-        ] {
-            assert_eq!(automaton.occurs_in(text.as_bytes()), found, "{text}");
-            assert_eq!(set.occurs_in(text.as_bytes()), found, "{text}");
-        }
-        let many: Vec<String> = (0..=MAX_DFA_NAMES).map(|i| format!("name{i}")).collect();
-        let many: BTreeSet<&str> = many.iter().map(String::as_str).collect();
-        let finder = NameFinder::new(&many);
-        assert!(matches!(finder, NameFinder::Set(_)));
-        assert!(finder.occurs_in(b"import name77"));
-        assert!(!finder.occurs_in(b"import name77x"));
     }
 }
 

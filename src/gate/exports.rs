@@ -38,14 +38,24 @@ pub fn imported_device_names(
     is_package: bool,
     exports: &BTreeMap<String, BTreeSet<String>>,
 ) -> Vec<String> {
+    device_names_imported_by(&from_imports(source, module, is_package), exports)
+}
+
+/// `imported_device_names` of a file whose `from` imports were read before
+/// (`from_imports`): the scan reads them once, when it first reads every file, and looks
+/// them up in each round instead of reading the site again.
+pub fn device_names_imported_by(
+    statements: &[FromImport],
+    exports: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
     let mut locals: BTreeSet<String> = BTreeSet::new();
-    for statement in from_imports(source, module, is_package) {
+    for statement in statements {
         let Some(names) = exports.get(&statement.module) else {
             continue;
         };
-        for (member, local) in statement.names {
-            if names.contains(&member) {
-                locals.insert(local);
+        for (member, local) in &statement.names {
+            if names.contains(member) {
+                locals.insert(local.clone());
             }
         }
     }
