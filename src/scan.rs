@@ -787,9 +787,8 @@ fn lower_importers(
             break;
         }
         let searched = std::time::Instant::now();
-        // (file, module, is_package, every name it imports from the device). A file that
-        // imports none of this round's new names imports what it did last round: the lookup
-        // finds it again only where that lowering gave nothing to keep, and no new name.
+        // (file, module, is_package, every name it imports from the device). Only files that
+        // import one of this round's new names can import more than an earlier round found.
         let found: Vec<(&PathBuf, String, bool, Vec<String>)> = files
             .par_iter()
             .zip(imports)

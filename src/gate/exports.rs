@@ -30,20 +30,10 @@ pub struct FromImport {
 /// sglang 0.5.23 + flashinfer 0.7.2 (helper calls of unknown value) for ~0.4 s.
 pub const MAX_ROUNDS: usize = 2;
 
-/// The local names `source` imports from `exports` (module → names it binds from the
-/// device), sorted. `module` and `is_package` name the file, for relative imports.
-pub fn imported_device_names(
-    source: &[u8],
-    module: &str,
-    is_package: bool,
-    exports: &BTreeMap<String, BTreeSet<String>>,
-) -> Vec<String> {
-    device_names_imported_by(&from_imports(source, module, is_package), exports)
-}
-
-/// `imported_device_names` of a file whose `from` imports were read before
-/// (`from_imports`): the scan reads them once, when it first reads every file, and looks
-/// them up in each round instead of reading the site again.
+/// The local names a file imports from `exports` (module → names it binds from the device),
+/// sorted, given the file's `from` imports (`from_imports`). The scan reads those once, when
+/// it first reads every file, and looks them up in each round instead of reading the site
+/// again.
 pub fn device_names_imported_by(
     statements: &[FromImport],
     exports: &BTreeMap<String, BTreeSet<String>>,
@@ -198,10 +188,8 @@ from a.fla.utils import check_shared_mem, is_nvidia_hopper\n\
 from .utils import (\n    other,  # why\n    is_tf32_supported as tf32,\n)\n\
 def f():\n    from ..fla.utils import \\\n        is_gather\n    return 1\n\
 x = 'from a.fla.utils import not_an_import'\n";
-        let names = imported_device_names(
-            source,
-            "a.fla.chunk_o",
-            false,
+        let names = device_names_imported_by(
+            &from_imports(source, "a.fla.chunk_o", false),
             &exports(
                 "a.fla.utils",
                 &[
@@ -218,10 +206,8 @@ x = 'from a.fla.utils import not_an_import'\n";
     #[test]
     fn a_name_of_another_module_or_not_exported_is_no_device_name() {
         let source = b"from a.other import is_nvidia_hopper\nfrom a.fla.utils import helper\n";
-        let names = imported_device_names(
-            source,
-            "a.fla.chunk_o",
-            false,
+        let names = device_names_imported_by(
+            &from_imports(source, "a.fla.chunk_o", false),
             &exports("a.fla.utils", &["is_nvidia_hopper"]),
         );
         assert!(names.is_empty(), "{names:?}");

@@ -3,9 +3,9 @@
 //! probe tables, rules) into predicates over the device. Nothing is imported or executed.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::sync::Mutex;
 
 use super::index::{IndexReads, ModuleIndex, ReadLog};
 use super::ir::*;
