@@ -241,3 +241,128 @@ fn forcing_the_fusion_patch_over_flashinfer_050_warns_that_the_kernels_are_empty
         "{text}"
     );
 }
+
+/// The host-code reader parses only the items of a C++ file that can hold a check, a
+/// shared-memory request or a constant such a request is written with
+/// (`kernel::cpp_items`); a whole-file parse must read the same from every file of a real
+/// wheel: the same checks with the same contexts, the same requests, and the same value for
+/// every constant a request names (and every constant those name).
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn host_code_from_items_is_host_code_from_the_whole_file() {
+    for wheel in ["flashinfer_python-0.7.2-", "flashinfer_python-0.5.0-"] {
+        host_code_from_items_matches(wheel);
+    }
+}
+
+fn host_code_from_items_matches(wheel: &str) {
+    use gatefix::kernel::cpp::{CExpr, host_code, host_code_whole_file};
+    use gatefix::kernel::layer_rules::LayerRules;
+    use rayon::prelude::*;
+    use std::collections::HashMap;
+
+    fn names(expr: &CExpr, out: &mut Vec<String>) {
+        match expr {
+            CExpr::Name(name) => out.push(name.clone()),
+            CExpr::Not(inner) => names(inner, out),
+            CExpr::Bin(_, a, b) => {
+                names(a, out);
+                names(b, out);
+            }
+            _ => {}
+        }
+    }
+
+    let site = wheel_site(&[wheel]);
+    let macros = &LayerRules::embedded().checks;
+    let mut files = Vec::new();
+    let mut stack = vec![site.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| {
+                ["cu", "cuh", "h", "hpp", "cpp", "cc", "inl"].contains(&e.to_str().unwrap_or(""))
+            }) {
+                files.push(path);
+            }
+        }
+    }
+    // The files the reader parses at all: those naming a check macro, `throw` or the
+    // shared-memory attribute (`FileFacts::from_text`'s prefilter is narrower still).
+    let started = std::time::Instant::now();
+    let results: Vec<(String, usize, usize, Vec<String>)> = files
+        .par_iter()
+        .filter_map(|path| {
+            let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+            let names_check =
+                macros.iter().any(|(m, _)| text.contains(m.as_str())) || text.contains("throw");
+            let shared = text.contains(gatefix::kernel::cpp::SHARED_MEMORY_ATTRIBUTE);
+            if !names_check && !shared {
+                return None;
+            }
+            let macros = names_check.then_some(macros.as_slice());
+            let whole = host_code_whole_file(&text, macros, shared);
+            let items = host_code(&text, macros, shared);
+            let mut differences = Vec::new();
+            if whole.checks != items.checks {
+                differences.push(format!("checks {:?} != {:?}", whole.checks, items.checks));
+            }
+            if whole.shared_memory != items.shared_memory {
+                differences.push(format!(
+                    "requests {:?} != {:?}",
+                    whole.shared_memory, items.shared_memory
+                ));
+            }
+            let whole_constants: HashMap<_, _> = whole.constants.into_iter().collect();
+            let item_constants: HashMap<_, _> = items.constants.into_iter().collect();
+            let mut named = Vec::new();
+            for request in &whole.shared_memory {
+                names(&request.bytes, &mut named);
+            }
+            let mut next = 0;
+            while next < named.len() && next < 10_000 {
+                let name = named[next].clone();
+                next += 1;
+                if let Some(value) = whole_constants.get(&name) {
+                    names(value, &mut named);
+                }
+                if whole_constants.get(&name) != item_constants.get(&name) {
+                    differences.push(format!("constant {name}"));
+                }
+            }
+            let relative = path
+                .strip_prefix(site.path())
+                .unwrap()
+                .display()
+                .to_string();
+            Some((
+                relative,
+                whole.checks.len(),
+                whole.shared_memory.len(),
+                differences,
+            ))
+        })
+        .collect();
+    let checks: usize = results.iter().map(|r| r.1).sum();
+    let requests: usize = results.iter().map(|r| r.2).sum();
+    eprintln!(
+        "{wheel}: {} C++ files, {} read for host code: {checks} checks, {requests} shared-memory requests ({:?})",
+        files.len(),
+        results.len(),
+        started.elapsed()
+    );
+    // The wheel has both kinds, and many of each: a reader that found nothing would pass.
+    assert!(
+        checks > 500 && requests > 50,
+        "{checks} checks, {requests} requests"
+    );
+    let differing: Vec<_> = results.iter().filter(|r| !r.3.is_empty()).collect();
+    assert!(
+        differing.is_empty(),
+        "{wheel}: {} file(s) read differently, the first: {:?}",
+        differing.len(),
+        differing.first()
+    );
+}

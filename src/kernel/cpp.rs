@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 
 use tree_sitter::{Language, Node, Parser};
 
+use super::cpp_items;
+
 /// The file with comments, string and character literals replaced by spaces (newlines
 /// kept), so that line numbers and byte offsets stay those of the original.
 pub fn blank(text: &str) -> String {
@@ -347,15 +349,146 @@ pub fn host_code(
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
 ) -> HostCode {
-    let mut out = HostCode::default();
+    let out = HostCode::default();
+    if macros.is_none() && !shared_memory {
+        return out;
+    }
+    let ranges = match host_code_items(text, macros, shared_memory) {
+        Some(items) if items.is_empty() => return out,
+        Some(items) => Some(included_ranges(text, &items)),
+        None => None,
+    };
+    let Some(tree) = parse_ranges(text, ranges.as_deref()) else {
+        return out;
+    };
+    host_code_from(&tree, text, macros, shared_memory, out)
+}
+
+/// `host_code` from a parse of the whole file: the reference the item-wise parse is checked
+/// against (`tests/real_kernels.rs`).
+pub fn host_code_whole_file(
+    text: &str,
+    macros: Option<&[(String, CheckShape)]>,
+    shared_memory: bool,
+) -> HostCode {
+    let out = HostCode::default();
     if macros.is_none() && !shared_memory {
         return out;
     }
     let Some(tree) = parse(text) else {
         return out;
     };
+    host_code_from(&tree, text, macros, shared_memory, out)
+}
+
+/// The items of `text` (`cpp_items`) that can hold what `host_code` looks for: a check
+/// macro's name or `throw` (with `macros`), the shared-memory attribute (with
+/// `shared_memory`), and the `constexpr` declarations of the names a request is written
+/// with, and of the names those are written with. `None`: parse the whole file.
+fn host_code_items(
+    text: &str,
+    macros: Option<&[(String, CheckShape)]>,
+    shared_memory: bool,
+) -> Option<Vec<cpp_items::Item>> {
+    let code = blank(text);
+    let items = cpp_items::items(&code)?;
+    let mut words: Vec<&str> = Vec::new();
+    if let Some(macros) = macros {
+        words.extend(macros.iter().map(|(m, _)| m.as_str()));
+        words.push("throw");
+    }
+    if shared_memory {
+        words.push(SHARED_MEMORY_ATTRIBUTE);
+    }
+    let mut keep: Vec<bool> = items
+        .iter()
+        .map(|item| words.iter().any(|w| code[item.clone()].contains(w)))
+        .collect();
+    if shared_memory {
+        // The names after each request's attribute, to the end of its statement.
+        let mut needed: Vec<&str> =
+            memchr::memmem::find_iter(code.as_bytes(), SHARED_MEMORY_ATTRIBUTE)
+                .flat_map(|at| {
+                    let end = code[at..].find(';').map_or(code.len(), |e| at + e);
+                    cpp_items::identifiers(&code[at + SHARED_MEMORY_ATTRIBUTE.len()..end])
+                })
+                .collect();
+        let constexpr: Vec<usize> = (0..items.len())
+            .filter(|&i| cpp_items::has_word(&code[items[i].clone()], "constexpr"))
+            .collect();
+        let mut looked = 0;
+        while looked < needed.len() {
+            let name = needed[looked];
+            looked += 1;
+            for &i in &constexpr {
+                let item = &code[items[i].clone()];
+                if !cpp_items::has_word(item, name) {
+                    continue;
+                }
+                keep[i] = true;
+                // The statements naming it, for the names its value is written with.
+                for at in memchr::memmem::find_iter(item.as_bytes(), name) {
+                    let from = item[..at].rfind([';', '{', '}']).map_or(0, |p| p + 1);
+                    let to = item[at..].find(';').map_or(item.len(), |p| at + p);
+                    for word in cpp_items::identifiers(&item[from..to]) {
+                        if !needed.contains(&word) {
+                            needed.push(word);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Some(
+        items
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(item, keep)| keep.then_some(item))
+            .collect(),
+    )
+}
+
+/// tree-sitter's ranges for `items` of `text`.
+fn included_ranges(text: &str, items: &[cpp_items::Item]) -> Vec<tree_sitter::Range> {
+    let mut line = 0usize;
+    let mut line_start = 0usize;
+    let mut scanned = 0usize;
+    let mut point = |offset: usize| {
+        for newline in memchr::memchr_iter(b'\n', &text.as_bytes()[scanned..offset]) {
+            line += 1;
+            line_start = scanned + newline + 1;
+        }
+        scanned = offset;
+        tree_sitter::Point {
+            row: line,
+            column: offset - line_start,
+        }
+    };
+    items
+        .iter()
+        .map(|item| {
+            let start_point = point(item.start);
+            let end_point = point(item.end);
+            tree_sitter::Range {
+                start_byte: item.start,
+                end_byte: item.end,
+                start_point,
+                end_point,
+            }
+        })
+        .collect()
+}
+
+/// What `host_code` reads from a tree of `text`.
+fn host_code_from(
+    tree: &tree_sitter::Tree,
+    text: &str,
+    macros: Option<&[(String, CheckShape)]>,
+    shared_memory: bool,
+    mut out: HostCode,
+) -> HostCode {
     let src = text.as_bytes();
-    walk(&tree, |node| match node.kind() {
+    walk(tree, |node| match node.kind() {
         "call_expression" => {
             if let Some(macros) = macros {
                 out.checks.extend(macro_check(node, src, macros));
@@ -372,10 +505,10 @@ pub fn host_code(
     });
     // Contexts come from the tree again, walking up from each line.
     for check in &mut out.checks {
-        (check.context, check.context_text) = context_at(&tree, src, check.line);
+        (check.context, check.context_text) = context_at(tree, src, check.line);
     }
     for request in &mut out.shared_memory {
-        request.context = context_at(&tree, src, request.line).0;
+        request.context = context_at(tree, src, request.line).0;
     }
     out.checks.sort_by_key(|c| c.line);
     out.shared_memory.sort_by_key(|r| r.line);
@@ -409,6 +542,21 @@ pub const SHARED_MEMORY_ATTRIBUTE: &str = "cudaFuncAttributeMaxDynamicSharedMemo
 fn parse(text: &str) -> Option<tree_sitter::Tree> {
     let mut parser = Parser::new();
     parser.set_language(language()).ok()?;
+    parser.parse(text, None)
+}
+
+/// `parse`, of only `ranges` of `text` when given (read as one document, positions those of
+/// the file).
+fn parse_ranges(text: &str, ranges: Option<&[tree_sitter::Range]>) -> Option<tree_sitter::Tree> {
+    let Some(ranges) = ranges else {
+        return parse(text);
+    };
+    let mut parser = Parser::new();
+    parser.set_language(language()).ok()?;
+    if parser.set_included_ranges(ranges).is_err() {
+        // Ranges out of order cannot come from `cpp_items`; the whole file is still right.
+        return parse(text);
+    }
     parser.parse(text, None)
 }
 

@@ -8,6 +8,7 @@
 
 mod bytes;
 pub mod cpp;
+mod cpp_items;
 mod cubin;
 pub mod dsl;
 mod elf;
