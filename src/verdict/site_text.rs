@@ -24,9 +24,58 @@ pub struct TextFile {
     pub path: String,
     pub module: Option<String>,
     pub src: Vec<u8>,
-    /// The hashes of the file's distinct words, sorted: a name absent here is not searched
-    /// for in the file (flag flow searches hundreds of names a round; most are in few files).
-    words: Vec<u64>,
+    /// The file's words: a name it does not hold is not searched for in the file (flag
+    /// flow searches hundreds of names a round; most are in few files).
+    words: WordFilter,
+}
+
+/// A Bloom filter of a file's words (two probes into a table of about one bit per byte of
+/// the file): a word it says is absent is absent; one it may hold is searched for, and the
+/// search decides. Filling it is linear in the file, with no sort, because every Python file
+/// of the site is filled while the scan runs.
+struct WordFilter {
+    bits: Vec<u64>,
+    /// Bits in the table, less one (a power of two, less one).
+    mask: u64,
+}
+
+impl WordFilter {
+    fn of(src: &[u8]) -> WordFilter {
+        let size = src.len().clamp(512, 1 << 24).next_power_of_two() as u64;
+        let mut filter = WordFilter {
+            bits: vec![0; (size / 64) as usize],
+            mask: size - 1,
+        };
+        let mut at = 0;
+        while at < src.len() {
+            if !WORD_BYTES[src[at] as usize] {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while at < src.len() && WORD_BYTES[src[at] as usize] {
+                at += 1;
+            }
+            filter.insert(word_hash(&src[start..at]));
+        }
+        filter
+    }
+
+    fn probes(&self, hash: u64) -> [u64; 2] {
+        [hash & self.mask, (hash >> 32 ^ hash >> 13) & self.mask]
+    }
+
+    fn insert(&mut self, hash: u64) {
+        for bit in self.probes(hash) {
+            self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        self.probes(hash)
+            .iter()
+            .all(|&bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
 }
 
 /// One occurrence of a searched name.
@@ -57,7 +106,7 @@ impl SiteText {
                 (src.len() <= MAX_FILE_BYTES).then(|| TextFile {
                     path: relative.to_string_lossy().replace('\\', "/"),
                     module: module_name(relative).map(|(m, _)| m),
-                    words: word_hashes(&src),
+                    words: WordFilter::of(&src),
                     src,
                 })
             })
@@ -103,9 +152,7 @@ impl SiteText {
             .map(|(file, f)| {
                 let mut hits = Vec::new();
                 for (pattern, hash) in wanted.iter().enumerate() {
-                    if names[pattern].is_empty()
-                        || hash.is_some_and(|h| f.words.binary_search(&h).is_err())
-                    {
+                    if names[pattern].is_empty() || hash.is_some_and(|h| !f.words.may_hold(h)) {
                         continue;
                     }
                     let len = names[pattern].len();
@@ -157,27 +204,6 @@ static WORD_BYTES: [bool; 256] = {
     }
     table
 };
-
-/// The sorted, distinct hashes of the runs of word bytes in `src`.
-fn word_hashes(src: &[u8]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(src.len() / 16);
-    let mut at = 0;
-    while at < src.len() {
-        if !WORD_BYTES[src[at] as usize] {
-            at += 1;
-            continue;
-        }
-        let start = at;
-        while at < src.len() && WORD_BYTES[src[at] as usize] {
-            at += 1;
-        }
-        out.push(word_hash(&src[start..at]));
-    }
-    out.sort_unstable();
-    out.dedup();
-    out.shrink_to_fit();
-    out
-}
 
 pub fn is_word_byte(b: u8) -> bool {
     WORD_BYTES[b as usize]
@@ -232,11 +258,32 @@ mod tests {
     }
 
     #[test]
+    fn the_word_filter_holds_every_word_and_few_others() {
+        let words: Vec<String> = (0..2000).map(|i| format!("name_{i}")).collect();
+        let src = words.join(" + ");
+        let filter = WordFilter::of(src.as_bytes());
+        assert!(
+            words
+                .iter()
+                .all(|w| filter.may_hold(word_hash(w.as_bytes())))
+        );
+        let others = (2000..12000)
+            .filter(|i| filter.may_hold(word_hash(format!("name_{i}").as_bytes())))
+            .count();
+        // About one bit per byte, two probes: a few percent of absent words pass.
+        assert!(others < 500, "{others} of 10,000 absent words may be held");
+        // A small file gets the smallest table, and still says no.
+        let small = WordFilter::of(b"x = 1");
+        assert!(small.may_hold(word_hash(b"x")));
+        assert!(!small.may_hold(word_hash(b"enable_fusion")));
+    }
+
+    #[test]
     fn words_are_found_whole_in_file_order_and_other_names_everywhere() {
         let file = |path: &str, src: &str| TextFile {
             path: path.into(),
             module: None,
-            words: word_hashes(src.as_bytes()),
+            words: WordFilter::of(src.as_bytes()),
             src: src.as_bytes().to_vec(),
         };
         let text = SiteText {
