@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::cpp::{self, CExpr, Check, KernelDef};
 use super::layer_rules::{Holds, JitTarget, LayerRules, parse_cuda};
 use super::preproc::{self, Directive, DirectiveKind, Env, Tri};
-use super::sources::{SourceSet, generator_sources};
+use super::sources::{GeneratorFile, SourceSet, generator_sources};
 use crate::arch::{Arch, Variant};
 
 // ------------------------------------------------------------------------------------------
@@ -208,6 +208,8 @@ pub struct GeneratorSources {
 pub struct LayerIndex {
     files: Cells<String, FileFacts>,
     generators: Cells<(String, String), GeneratorSources>,
+    /// The Python files generators are read from, parsed.
+    generator_files: Cells<String, GeneratorFile>,
 }
 
 /// Keys to values computed once each.
@@ -236,7 +238,10 @@ impl LayerIndex {
         let generator = cell(&self.generators, (file.to_string(), function.to_string()));
         generator
             .get_or_init(|| {
-                let set = generator_sources(root, file, function, rules);
+                let parsed = cell(&self.generator_files, file.to_string())
+                    .get_or_init(|| Arc::new(GeneratorFile::read(root, file)))
+                    .clone();
+                let set = generator_sources(root, &parsed, file, function, rules);
                 let files = set
                     .files
                     .iter()

@@ -41,28 +41,52 @@ pub struct SourceSet {
     pub why_none: Option<String>,
 }
 
-/// Reads the generator `function` (its last dotted component) in the site-relative Python
-/// `file`, and follows its sources.
-pub fn generator_sources(root: &Path, file: &str, function: &str, rules: &LayerRules) -> SourceSet {
+/// A Python file holding JIT generators, read and parsed once for all of them (flashinfer's
+/// `jit/gemm/core.py` holds seventeen).
+#[derive(Debug)]
+pub struct GeneratorFile {
+    parsed: Result<(String, tree_sitter::Tree), String>,
+}
+
+impl GeneratorFile {
+    pub fn read(root: &Path, file: &str) -> GeneratorFile {
+        let parsed = (|| {
+            let text = match std::fs::read(root.join(file)) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) => return Err(format!("cannot read {file}: {e}")),
+            };
+            let mut parser = Parser::new();
+            if parser
+                .set_language(&tree_sitter_python::LANGUAGE.into())
+                .is_err()
+            {
+                return Err("the Python grammar did not load".into());
+            }
+            match parser.parse(&text, None) {
+                Some(tree) => Ok((text, tree)),
+                None => Err(format!("{file} did not parse")),
+            }
+        })();
+        GeneratorFile { parsed }
+    }
+}
+
+/// The sources of the generator `function` (its last dotted component) in `generated`, the
+/// site-relative Python file `file` read: its spec call's sources, their includes followed.
+pub fn generator_sources(
+    root: &Path,
+    generated: &GeneratorFile,
+    file: &str,
+    function: &str,
+    rules: &LayerRules,
+) -> SourceSet {
     let mut set = SourceSet::default();
-    let text = match std::fs::read(root.join(file)) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) => {
-            set.why_none = Some(format!("cannot read {file}: {e}"));
+    let (text, tree) = match &generated.parsed {
+        Ok((text, tree)) => (text, tree),
+        Err(why) => {
+            set.why_none = Some(why.clone());
             return set;
         }
-    };
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .is_err()
-    {
-        set.why_none = Some("the Python grammar did not load".into());
-        return set;
-    }
-    let Some(tree) = parser.parse(&text, None) else {
-        set.why_none = Some(format!("{file} did not parse"));
-        return set;
     };
     let src = text.as_bytes();
     let name = function.rsplit('.').next().unwrap_or(function);
