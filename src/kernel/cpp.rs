@@ -384,7 +384,8 @@ pub fn host_code_whole_file(
 /// The items of `text` (`cpp_items`) that can hold what `host_code` looks for: a check
 /// macro's name or `throw` (with `macros`), the shared-memory attribute (with
 /// `shared_memory`), and the `constexpr` declarations of the names a request is written
-/// with, and of the names those are written with. `None`: parse the whole file.
+/// with, and of the names those are written with (found as `NAME =` or `NAME{` in an item
+/// that says `constexpr`: `constexpr_constant` reads no other). `None`: parse the whole file.
 fn host_code_items(
     text: &str,
     macros: Option<&[(String, CheckShape)]>,
@@ -416,22 +417,22 @@ fn host_code_items(
         let constexpr: Vec<usize> = (0..items.len())
             .filter(|&i| cpp_items::has_word(&code[items[i].clone()], "constexpr"))
             .collect();
+        let mut seen: std::collections::HashSet<&str> = needed.iter().copied().collect();
         let mut looked = 0;
         while looked < needed.len() {
             let name = needed[looked];
             looked += 1;
             for &i in &constexpr {
                 let item = &code[items[i].clone()];
-                if !cpp_items::has_word(item, name) {
-                    continue;
-                }
-                keep[i] = true;
-                // The statements naming it, for the names its value is written with.
-                for at in memchr::memmem::find_iter(item.as_bytes(), name) {
+                // Only the items that define it (`NAME = ...`, `NAME{...}`), and from each
+                // definition's statement the names its value is written with: the names a
+                // statement merely uses (types, functions) would pull in half the file.
+                for at in cpp_items::definitions(item, name) {
+                    keep[i] = true;
                     let from = item[..at].rfind([';', '{', '}']).map_or(0, |p| p + 1);
                     let to = item[at..].find(';').map_or(item.len(), |p| at + p);
                     for word in cpp_items::identifiers(&item[from..to]) {
-                        if !needed.contains(&word) {
+                        if seen.insert(word) {
                             needed.push(word);
                         }
                     }
@@ -828,7 +829,7 @@ mod tests {
 
     #[test]
     fn shared_memory_requests_with_their_constants() {
-        let text = "constexpr int MAX_SMEM = 227 * 1024;\nstatic constexpr int kSmall = 48 << 10;\nint plain = 5;\nvoid launch(void* k, int smem, int major) {\n  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MAX_SMEM);\n  cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100);\n  if (major == 9) {\n    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);\n  }\n}\n";
+        let text = "namespace {\nconstexpr int kKB = 1024;\n}\nconstexpr int MAX_SMEM = 227 * kKB;\nstatic constexpr int kSmall = 48 << 10;\nint plain = 5;\nvoid launch(void* k, int smem, int major) {\n  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, MAX_SMEM);\n  cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100);\n  if (major == 9) {\n    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);\n  }\n}\n";
         let HostCode {
             shared_memory: requests,
             constants,
@@ -836,15 +837,28 @@ mod tests {
         } = host_code(text, None, true);
         assert_eq!(
             requests.iter().map(|r| r.line).collect::<Vec<_>>(),
-            [5, 8],
+            [8, 11],
             "{requests:?}"
         );
         assert_eq!(requests[0].bytes, CExpr::Name("MAX_SMEM".into()));
         assert!(requests[0].context.is_empty());
         assert_eq!(requests[1].context.len(), 1, "{:?}", requests[1]);
+        // The constants the requests are written with, through one another; a constant no
+        // request names is not read (the items holding it are not parsed), as the whole
+        // file's parse shows it is there.
         let mut names: Vec<&str> = constants.iter().map(|(n, _)| n.as_str()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["MAX_SMEM", "kSmall"], "{constants:?}");
+        assert_eq!(names, ["MAX_SMEM", "kKB"], "{constants:?}");
+        let whole = host_code_whole_file(text, None, true);
+        let mut names: Vec<&str> = whole.constants.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["MAX_SMEM", "kKB", "kSmall"],
+            "{:?}",
+            whole.constants
+        );
+        assert_eq!(whole.shared_memory, requests);
     }
 
     #[test]

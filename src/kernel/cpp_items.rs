@@ -160,6 +160,27 @@ pub fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
+/// Where `name` is defined in `text`: each whole-word occurrence followed by `=` (not `==`)
+/// or `{`, as a declarator with its initializer is written.
+pub fn definitions<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let bytes = text.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    memchr::memmem::find_iter(bytes, name.as_bytes()).filter(move |&at| {
+        let end = at + name.len();
+        if at.checked_sub(1).is_some_and(|p| ident(bytes[p]))
+            || bytes.get(end).is_some_and(|&b| ident(b))
+        {
+            return false;
+        }
+        let rest = text[end..].trim_start().as_bytes();
+        match rest {
+            [b'=', b'=', ..] => false,
+            [b'=', ..] | [b'{', ..] => true,
+            _ => false,
+        }
+    })
+}
+
 /// The identifiers of `text`, in order, repeats kept.
 pub fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -216,6 +237,14 @@ mod tests {
             texts(text, &items(text).unwrap()),
             ["namespace fs = std::filesystem;"]
         );
+    }
+
+    #[test]
+    fn definitions_are_initialised_declarators() {
+        let text =
+            "constexpr int kSmem = 4 * kKB; if (kSmem == 2) f(kSmem); int kSmem{3}; kSmem2 = 1;";
+        let found: Vec<usize> = definitions(text, "kSmem").collect();
+        assert_eq!(found, [14, 61]);
     }
 
     #[test]
