@@ -337,31 +337,32 @@ pub enum CheckShape {
 pub struct HostCode {
     pub checks: Vec<Check>,
     pub shared_memory: Vec<SharedMemoryRequest>,
-    /// `constexpr int MAX_SMEM = 227 * 1024;`, by name (read with the requests).
+    /// `constexpr int MAX_SMEM = 227 * 1024;`, by name: the constants the requests are
+    /// written with, and those these are written with (others may be left unread).
     pub constants: Vec<(String, CExpr)>,
 }
 
 /// The host checks of a file (with `macros`, each macro name with its shape) and its
-/// shared-memory requests (with `shared_memory`), from one parse. A file the grammar cannot
-/// read at all gives nothing (never an error): tree-sitter always returns a tree.
+/// shared-memory requests (with `shared_memory`), from one parse of the top-level items that
+/// can hold them (`host_code_items`; the whole file when its braces do not balance). A file
+/// the grammar cannot read at all gives nothing (never an error): tree-sitter always returns
+/// a tree.
 pub fn host_code(
     text: &str,
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
 ) -> HostCode {
-    let out = HostCode::default();
     if macros.is_none() && !shared_memory {
-        return out;
+        return HostCode::default();
     }
-    let ranges = match host_code_items(text, macros, shared_memory) {
-        Some(items) if items.is_empty() => return out,
-        Some(items) => Some(included_ranges(text, &items)),
-        None => None,
+    let tree = match host_code_items(text, macros, shared_memory) {
+        Some(items) if items.is_empty() => return HostCode::default(),
+        Some(items) => parse_ranges(text, &included_ranges(text, &items)),
+        None => parse(text),
     };
-    let Some(tree) = parse_ranges(text, ranges.as_deref()) else {
-        return out;
-    };
-    host_code_from(&tree, text, macros, shared_memory, out)
+    tree.map_or_else(HostCode::default, |tree| {
+        host_code_from(&tree, text, macros, shared_memory)
+    })
 }
 
 /// `host_code` from a parse of the whole file: the reference the item-wise parse is checked
@@ -371,14 +372,12 @@ pub fn host_code_whole_file(
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
 ) -> HostCode {
-    let out = HostCode::default();
     if macros.is_none() && !shared_memory {
-        return out;
+        return HostCode::default();
     }
-    let Some(tree) = parse(text) else {
-        return out;
-    };
-    host_code_from(&tree, text, macros, shared_memory, out)
+    parse(text).map_or_else(HostCode::default, |tree| {
+        host_code_from(&tree, text, macros, shared_memory)
+    })
 }
 
 /// The items of `text` (`cpp_items`) that can hold what `host_code` looks for: a check
@@ -486,8 +485,8 @@ fn host_code_from(
     text: &str,
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
-    mut out: HostCode,
 ) -> HostCode {
+    let mut out = HostCode::default();
     let src = text.as_bytes();
     walk(tree, |node| match node.kind() {
         "call_expression" => {
@@ -546,12 +545,8 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
     parser.parse(text, None)
 }
 
-/// `parse`, of only `ranges` of `text` when given (read as one document, positions those of
-/// the file).
-fn parse_ranges(text: &str, ranges: Option<&[tree_sitter::Range]>) -> Option<tree_sitter::Tree> {
-    let Some(ranges) = ranges else {
-        return parse(text);
-    };
+/// `parse` of only `ranges` of `text` (read as one document, positions those of the file).
+fn parse_ranges(text: &str, ranges: &[tree_sitter::Range]) -> Option<tree_sitter::Tree> {
     let mut parser = Parser::new();
     parser.set_language(language()).ok()?;
     if parser.set_included_ranges(ranges).is_err() {
