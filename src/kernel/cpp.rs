@@ -85,8 +85,8 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
     while let Some(hit) = memchr::memmem::find(&bytes[from..], b"__global__") {
         let at = from + hit;
         from = at + "__global__".len();
-        let word_start = at == 0 || !is_word(bytes[at - 1]);
-        if !word_start || bytes.get(from).is_some_and(|&b| is_word(b)) {
+        let word_start = at == 0 || !cpp_items::is_ident(bytes[at - 1]);
+        if !word_start || bytes.get(from).is_some_and(|&b| cpp_items::is_ident(b)) {
             continue;
         }
         // The name is the identifier before the first `(` at template depth 0.
@@ -113,7 +113,7 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
                 name_end -= 1;
             }
             let mut name_start = name_end;
-            while name_start > from && is_word(bytes[name_start - 1]) {
+            while name_start > from && cpp_items::is_ident(bytes[name_start - 1]) {
                 name_start -= 1;
             }
             let word = &code[name_start..name_end];
@@ -173,10 +173,6 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
     out
 }
 
-fn is_word(b: u8) -> bool {
-    b == b'_' || b.is_ascii_alphanumeric()
-}
-
 /// The offset of the bracket closing the one at `open`.
 fn matching(bytes: &[u8], open: usize, left: u8, right: u8) -> Option<usize> {
     let mut depth = 0usize;
@@ -233,9 +229,9 @@ pub fn calls_in(code: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        if is_word(bytes[i]) && (i == 0 || !is_word(bytes[i - 1])) {
+        if cpp_items::is_ident(bytes[i]) && (i == 0 || !cpp_items::is_ident(bytes[i - 1])) {
             let start = i;
-            while i < bytes.len() && is_word(bytes[i]) {
+            while i < bytes.len() && cpp_items::is_ident(bytes[i]) {
                 i += 1;
             }
             let word = &code[start..i];
@@ -352,17 +348,7 @@ pub fn host_code(
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
 ) -> HostCode {
-    if macros.is_none() && !shared_memory {
-        return HostCode::default();
-    }
-    let tree = match host_code_items(text, macros, shared_memory) {
-        Some(items) if items.is_empty() => return HostCode::default(),
-        Some(items) => parse_ranges(text, &included_ranges(text, &items)),
-        None => parse(text),
-    };
-    tree.map_or_else(HostCode::default, |tree| {
-        host_code_from(&tree, text, macros, shared_memory)
-    })
+    read_host_code(text, macros, shared_memory, true)
 }
 
 /// `host_code` from a parse of the whole file: the reference the item-wise parse is checked
@@ -372,10 +358,28 @@ pub fn host_code_whole_file(
     macros: Option<&[(String, CheckShape)]>,
     shared_memory: bool,
 ) -> HostCode {
+    read_host_code(text, macros, shared_memory, false)
+}
+
+/// `host_code`, from the kept items (`by_items`) or from the whole file.
+fn read_host_code(
+    text: &str,
+    macros: Option<&[(String, CheckShape)]>,
+    shared_memory: bool,
+    by_items: bool,
+) -> HostCode {
     if macros.is_none() && !shared_memory {
         return HostCode::default();
     }
-    parse(text).map_or_else(HostCode::default, |tree| {
+    let items = by_items
+        .then(|| host_code_items(text, macros, shared_memory))
+        .flatten();
+    let tree = match items {
+        Some(items) if items.is_empty() => return HostCode::default(),
+        Some(items) => parse_ranges(text, &included_ranges(text, &items)),
+        None => parse(text),
+    };
+    tree.map_or_else(HostCode::default, |tree| {
         host_code_from(&tree, text, macros, shared_memory)
     })
 }

@@ -149,31 +149,30 @@ fn opens_see_through(head: &str) -> bool {
     }
 }
 
+/// Whether `b` can be part of a C++ identifier.
+pub fn is_ident(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric()
+}
+
+/// Where `word` occurs in `text` as a whole identifier.
+fn occurrences<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let bytes = text.as_bytes();
+    memchr::memmem::find_iter(bytes, word.as_bytes()).filter(move |&at| {
+        !at.checked_sub(1).is_some_and(|p| is_ident(bytes[p]))
+            && !bytes.get(at + word.len()).is_some_and(|&b| is_ident(b))
+    })
+}
+
 /// Whether `word` occurs in `text` as a whole identifier.
 pub fn has_word(text: &str, word: &str) -> bool {
-    let bytes = text.as_bytes();
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
-        let before = at.checked_sub(1).map(|p| bytes[p]);
-        let after = bytes.get(at + word.len()).copied();
-        !before.is_some_and(ident) && !after.is_some_and(ident)
-    })
+    occurrences(text, word).next().is_some()
 }
 
 /// Where `name` is defined in `text`: each whole-word occurrence followed by `=` (not `==`)
 /// or `{`, as a declarator with its initializer is written.
 pub fn definitions<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = usize> + 'a {
-    let bytes = text.as_bytes();
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    memchr::memmem::find_iter(bytes, name.as_bytes()).filter(move |&at| {
-        let end = at + name.len();
-        if at.checked_sub(1).is_some_and(|p| ident(bytes[p]))
-            || bytes.get(end).is_some_and(|&b| ident(b))
-        {
-            return false;
-        }
-        let rest = text[end..].trim_start().as_bytes();
-        match rest {
+    occurrences(text, name).filter(move |&at| {
+        match text[at + name.len()..].trim_start().as_bytes() {
             [b'=', b'=', ..] => false,
             [b'=', ..] | [b'{', ..] => true,
             _ => false,
@@ -183,7 +182,7 @@ pub fn definitions<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = usi
 
 /// The identifiers of `text`, in order, repeats kept.
 pub fn identifiers(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+    text.split(|c: char| !(c.is_ascii() && is_ident(c as u8)))
         .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
 }
 
