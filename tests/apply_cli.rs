@@ -693,8 +693,24 @@ fn every_synthesized_form_and_the_ones_without_a_fix() {
     let (ready, none) = synth_lines(&text);
     assert_eq!(ready.len(), 7, "{text}");
     // The semantic model also reports the cached flag's definition (`_is_sm90 = ...`, a store
-    // to a name) as a gate of its own; its use is the edit that is offered.
-    assert_eq!(none.len(), 2, "{text}");
+    // to a name) as a gate of its own; its use is the edit that is offered. The helpers'
+    // own definitions are judged by what their calls decide; an edit there would move the
+    // other gates that call them, so it is refused and says which.
+    assert_eq!(none.len(), 4, "{text}");
+    for (i, helper) in [
+        "utils.py:14 (capability-compare, open)",
+        "utils.py:29 (capability-membership, close)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            none[2 + i].contains(helper)
+                && none[2 + i].contains("every candidate edit was refused")
+                && none[2 + i].contains("would change"),
+            "{text}"
+        );
+    }
     assert!(
         none[0]
             .contains("fixes.py:12 (cached-flag, open): no fix: every candidate edit was refused"),

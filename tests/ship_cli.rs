@@ -237,8 +237,8 @@ fn human_report_summary_first_each_finding_once_then_next() {
         ],
         &[],
     );
-    let summary = text.find("sm_120: 1 trap").expect("summary");
-    let traps = text.find("TRAPS (1)").expect("traps");
+    let summary = text.find("sm_120: 2 traps").expect("summary");
+    let traps = text.find("TRAPS (2)").expect("traps");
     let next = text.find("\nnext: ").expect("next step");
     assert!(summary < traps && traps < next, "{text}");
     // Each finding once, although it holds at two targets: one header line per gate.
@@ -249,7 +249,7 @@ fn human_report_summary_first_each_finding_once_then_next() {
     assert_eq!(
         text.matches("gen_trtllm_mnnvl_comm_module: MISSING at")
             .count(),
-        3,
+        5,
         "one per trap/wall gate whose chain ends there: {text}"
     );
     // Only findings by default: no per-gate listing, no unverified gate.
@@ -268,8 +268,8 @@ fn human_report_by_default_gives_each_finding_one_line_and_fits_a_screen() {
         &["-t", "sm_120", "-t", "sm_121", "--width", "100"],
         &[],
     );
-    let summary = text.find("sm_120: 1 trap").expect("summary");
-    let traps = text.find("TRAPS (1)").expect("traps");
+    let summary = text.find("sm_120: 2 traps").expect("summary");
+    let traps = text.find("TRAPS (2)").expect("traps");
     let next = text.find("\nnext: ").expect("next step");
     assert!(summary < traps && traps < next, "{text}");
     // One line for the trap that holds at both targets, no evidence chain.
@@ -285,7 +285,7 @@ fn human_report_by_default_gives_each_finding_one_line_and_fits_a_screen() {
     insta::assert_snapshot!("verdicts_default_100", text);
     // -q: the summary alone.
     let quiet = human(SITE, &["-q", "--width", "100"], &[]);
-    assert!(quiet.contains("sm_120: 1 trap"), "{quiet}");
+    assert!(quiet.contains("sm_120: 2 traps"), "{quiet}");
     assert!(
         !quiet.contains("TRAPS") && !quiet.contains("next:"),
         "{quiet}"
@@ -321,7 +321,7 @@ fn show_prints_one_gate_whole_by_its_id_prefix() {
 fn human_report_show_all_lists_every_gate() {
     let text = human(SITE, &["--show", "all", "--width", "120"], &[]);
     let every = text.find("EVERY GATE").expect("the full listing");
-    assert!(text.find("TRAPS (1)").unwrap() < every, "{text}");
+    assert!(text.find("TRAPS (2)").unwrap() < every, "{text}");
     assert_eq!(text.matches("      verdict: sm_120 ").count(), 13, "{text}");
     assert!(max_width(&text) <= 120, "{text}");
     insta::assert_snapshot!("verdicts_show_all_120", text);
@@ -403,7 +403,7 @@ fn colour_follows_no_color_clicolor_force_and_color() {
     let plain = human(SITE, &["--width", "100"], &[]);
     assert!(!plain.contains('\x1b'), "no colour on a pipe");
     let forced = human(SITE, &["--width", "100"], &[("CLICOLOR_FORCE", "1")]);
-    assert!(forced.contains("\x1b[1;31mTRAPS (1)"), "{forced}");
+    assert!(forced.contains("\x1b[1;31mTRAPS (2)"), "{forced}");
     let no_color = human(
         SITE,
         &["--width", "100"],

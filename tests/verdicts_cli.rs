@@ -204,9 +204,9 @@ fn a_gate_that_raises_protects_the_code_after_it() {
 fn human_output_leads_with_traps_then_opportunities() {
     let out = audit(&fixture(), &["--fail-on", "none", "--show", "all"]);
     let text = stdout(&out);
-    let trap = text.find("TRAPS (1)").expect("a trap section");
+    let trap = text.find("TRAPS (2)").expect("a trap section");
     let opportunity = text
-        .find("OPPORTUNITIES (2)")
+        .find("OPPORTUNITIES (3)")
         .expect("an opportunity section");
     let listing = text.find("\nsglang 0.5.23\n").expect("the full listing");
     assert!(trap < opportunity && opportunity < listing, "{text}");
@@ -400,7 +400,7 @@ fn a_baseline_survives_a_line_shift_and_reports_a_new_gate() {
     assert_eq!(hook.status.code(), Some(1), "a new trap is new");
     // What the pre-commit hook shows: the new trap, the old findings only counted.
     let text = stdout(&hook);
-    assert!(text.contains("TRAPS (1 new, 1 in the baseline)"), "{text}");
+    assert!(text.contains("TRAPS (1 new, 2 in the baseline)"), "{text}");
     let listed: Vec<&str> = text
         .lines()
         .filter(|l| l.trim_start().starts_with("sglang/"))
@@ -419,7 +419,7 @@ fn a_baseline_survives_a_line_shift_and_reports_a_new_gate() {
         .collect();
     assert_eq!(annotations.len(), 1, "{github}");
     assert!(annotations[0].contains(",line=39,"), "{annotations:?}");
-    assert!(github.starts_with("gatefix: 1 new finding(s), 5 in the baseline"));
+    assert!(github.starts_with("gatefix: 1 new finding(s), 8 in the baseline"));
     let lenient = [
         "--baseline",
         baseline.to_str().unwrap(),
@@ -455,7 +455,7 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|g| g["dist"] == "sglang" && g["file"] != "sglang/srt/utils.py")
+        .filter(|g| g["dist"] == "sglang")
         .map(|g| {
             (
                 g["file"].as_str().unwrap().to_string(),
@@ -480,6 +480,12 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         ("sglang/srt/layers/fusion.py", 44, "open"),
         ("sglang/srt/server_args.py", 14, "trap"),
         ("sglang/srt/server_args.py", 16, "open"),
+        // Predicate helpers: what their calls decide, joined (one missing kernel under
+        // `is_sm100_supported()` makes opening it a wall; `is_sm90_supported` is never called).
+        ("sglang/srt/utils.py", 14, "unverified"),
+        ("sglang/srt/utils.py", 19, "wall"),
+        ("sglang/srt/utils.py", 24, "open"),
+        ("sglang/srt/utils.py", 29, "trap"),
     ];
     let expected: Vec<(String, u64, String)> = expected
         .iter()
@@ -589,6 +595,30 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         evidence.iter().any(|e| e.contains(
             "the function returns nothing where the gate fails, so its callers go on either way"
         )) && !evidence.iter().any(|e| e.contains("mnnvl")),
+        "{evidence:?}"
+    );
+
+    // A predicate helper's definition: its calls are followed like a flag's reads, each to
+    // the kernel its branch reaches.
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/utils.py", 24);
+    let reads: Vec<&str> = evidence
+        .iter()
+        .map(String::as_str)
+        .filter(|e| e.contains("returns it") || e.starts_with("read at"))
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            "sglang/srt/utils.py:24 is_sm120_supported() returns it",
+            "read at sglang/srt/layers/fusion.py:44 its branch runs when it holds",
+            "sglang/srt/utils.py:24 is_sm120_supported() returns it",
+            "read at sglang/srt/server_args.py:16 its branch runs when it holds",
+            "read at sglang/srt/layers/fusion.py:31 its branch runs when it holds",
+        ]
+    );
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/utils.py", 14);
+    assert!(
+        evidence.contains(&"stop: entry-point".to_string()),
         "{evidence:?}"
     );
 

@@ -425,11 +425,15 @@ impl Reader<'_> {
                     self.assigned(place, parent, positive, env, depth, out);
                     return;
                 }
-                "return_statement" if place.gate && depth == 0 => {
-                    // A predicate helper's own definition is not what a user opens: each of
-                    // its calls is a gate with its own verdict (and its own fix).
+                // A predicate helper returns the gate: the code its calls decide is what the
+                // gate decides, so its calls are followed like a flag's reads. Only where the
+                // value returned holds just when the gate does (`return a and x` with `x` no
+                // gate also fails where the gate holds: its callers' code is not all the gate's).
+                "return_statement"
+                    if place.gate && depth == 0 && !(if positive { implied } else { implies }) =>
+                {
                     out.push(Hop::Stop(format!(
-                        "{}:{} a helper returns the gate: its calls are gates of their own",
+                        "{}:{} a helper returns the gate only together with conditions that are no gate",
                         place.path,
                         line(parent)
                     )));

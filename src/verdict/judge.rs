@@ -354,7 +354,8 @@ pub fn launch_feature_of<'r>(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
         && (head.len() == text.len() || text.ends_with(')'));
-    let helper = (link.stop.as_deref() == Some("helper-definition"))
+    let helper = link
+        .helper_returns_it
         .then_some(gate.function.as_deref())
         .flatten()
         .map(|f| f.rsplit('.').next().unwrap_or(f));
@@ -688,6 +689,14 @@ mod tests {
             stop: stop.map(String::from),
             reached_under: Vec::new(),
             complete: None,
+            helper_returns_it: false,
+        }
+    }
+
+    fn returned_by_its_helper() -> GateLink {
+        GateLink {
+            helper_returns_it: true,
+            ..link(Some("no-kernel-reached"), false)
         }
     }
 
@@ -727,13 +736,13 @@ mod tests {
         }
         // An early exit protects the code after it, not a launch.
         assert!(!matches(&gate("use_pdl", None), &link(None, true)));
-        // The gate a helper returns, only when the search stopped there.
+        // The gate a helper returns, only when it is what the helper returns.
         let helper = gate("major >= 9", Some("Caps.device_support_pdl"));
-        assert!(matches(&helper, &link(Some("helper-definition"), false)));
+        assert!(matches(&helper, &returned_by_its_helper()));
         assert!(!matches(&helper, &plain));
         assert!(!matches(
             &gate("major >= 9", Some("supports_pdlx")),
-            &link(Some("helper-definition"), false)
+            &returned_by_its_helper()
         ));
     }
 }

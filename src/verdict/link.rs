@@ -71,6 +71,9 @@ pub struct GateLink {
     /// Set where the search found no kernel and left nothing out (`Linker::completeness`):
     /// what was read, in words. The gate then chooses no kernel at all.
     pub complete: Option<String>,
+    /// The gate is what its own function returns (a predicate helper, `return major >= 9`):
+    /// the helper's calls are followed like a flag's reads.
+    pub helper_returns_it: bool,
 }
 
 pub struct Linker<'a> {
@@ -215,6 +218,18 @@ impl Linker<'_> {
         let returns_early = branch.as_ref().is_some_and(|b| b.returns_early);
         let mut complete = None;
         let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache, &mut complete);
+        let own_name = gate
+            .function
+            .as_deref()
+            .map(|f| f.rsplit('.').next().unwrap_or(f));
+        // A flag seeded with the gate's own function is its return value, except where the
+        // gated branch raises: then it is the function passing only where the gate fails.
+        let helper_returns_it = !guards_raise
+            && own_name.is_some_and(|own| {
+                seeds.iter().any(|(key, chain, _)| {
+                    chain.len() == 1 && matches!(key, FlagKey::Func(name) if name == own)
+                })
+            });
         let reached_under = parsed
             .and_then(|p| {
                 let (start, end) = p.gate_bytes(gate)?;
@@ -232,6 +247,7 @@ impl Linker<'_> {
                 stop,
                 reached_under,
                 complete,
+                helper_returns_it,
             },
             seeds,
         )
@@ -1325,9 +1341,7 @@ impl Linker<'_> {
 
 /// The short kind of a stop, from its words (what `--explain-unverified` counts).
 pub fn stop_kind(why: &str) -> &'static str {
-    if why.contains("a helper returns the gate") {
-        "helper-definition"
-    } else if why.contains("over the budget") {
+    if why.contains("over the budget") {
         "read-budget"
     } else if why.contains("never read back") {
         "flag-never-read"
