@@ -12,7 +12,7 @@
 //!   the device's value when no caller in the site says what it is (`arch`, `capability:
 //!   DeviceCapability`); gates on it say so (`assumes`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -39,6 +39,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../rules/parameters.toml"),
     ),
     ("rules/launch.toml", include_str!("../rules/launch.toml")),
+    ("rules/quiet.toml", include_str!("../rules/quiet.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default)]
@@ -67,6 +68,46 @@ struct RuleFile {
     overrides: Vec<OverrideRule>,
     #[serde(default)]
     launch_feature: Vec<LaunchFeatureToml>,
+    #[serde(default)]
+    quiet: Vec<QuietToml>,
+}
+
+/// `[[quiet]]` as written (`rules/quiet.toml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuietToml {
+    #[serde(default)]
+    functions: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    source: String,
+}
+
+/// Calls outside the site that launch no GPU kernel (`rules/quiet.toml`): the verdicts' kernel
+/// search leaves nothing out by not following them.
+#[derive(Debug, Clone, Default)]
+pub struct QuietCalls {
+    /// Qualified function names (`types.SimpleNamespace`, `torch.empty`).
+    functions: HashSet<String>,
+    /// Modules every function of which is quiet (`math` for `math.*`).
+    modules: HashSet<String>,
+    /// Method names, quiet on an object of unknown type where the site defines none.
+    methods: HashSet<String>,
+}
+
+impl QuietCalls {
+    /// Whether the function of this qualified name launches nothing.
+    pub fn function(&self, qualified: &str) -> bool {
+        self.functions.contains(qualified)
+            || qualified
+                .rsplit_once('.')
+                .is_some_and(|(module, _)| self.modules.contains(module))
+    }
+
+    /// Whether a method of this name, on an object that is not the site's, launches nothing.
+    pub fn method(&self, name: &str) -> bool {
+        self.methods.contains(name)
+    }
 }
 
 /// `[[launch_feature]]` as written.
@@ -348,6 +389,7 @@ pub struct Rules {
     pub checker_registries: Vec<CheckerRegistry>,
     pub overrides: Vec<OverrideRule>,
     pub launch_features: Vec<LaunchFeature>,
+    pub quiet: QuietCalls,
     pub files: Vec<PathBuf>,
     /// SHA-256 of each file's path and text, in load order: what a cached result was computed
     /// under (`digest`).
@@ -527,6 +569,42 @@ impl Rules {
                 source: feature.source,
                 file: path.to_path_buf(),
             });
+        }
+        for quiet in file.quiet {
+            let identifier = |part: &str| {
+                part.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            };
+            let bad_function = quiet.functions.iter().find(|f| {
+                let name = f.strip_suffix(".*").unwrap_or(f);
+                !name.contains('.') && !f.ends_with(".*") || !name.split('.').all(identifier)
+            });
+            let bad_method = quiet.methods.iter().find(|m| !identifier(m));
+            let problem = if quiet.source.trim().is_empty() {
+                Some("needs a `source`".to_string())
+            } else if quiet.functions.is_empty() && quiet.methods.is_empty() {
+                Some("names no `functions` or `methods`".to_string())
+            } else if let Some(f) = bad_function {
+                Some(format!(
+                    "function `{f}` is no qualified name (`module.function` or `module.*`)"
+                ))
+            } else {
+                bad_method.map(|m| format!("method `{m}` is no identifier"))
+            };
+            if let Some(problem) = problem {
+                return Err(Error::Input {
+                    message: format!("{}: [[quiet]] {problem}", path.display()),
+                });
+            }
+            for function in quiet.functions {
+                match function.strip_suffix(".*") {
+                    Some(module) => self.quiet.modules.insert(module.to_string()),
+                    None => self.quiet.functions.insert(function),
+                };
+            }
+            self.quiet.methods.extend(quiet.methods);
         }
         for rule in &file.overrides {
             let fields = [
@@ -731,5 +809,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a Python expression"), "{err}");
+    }
+
+    /// `[[quiet]]`: qualified functions, whole modules and method names; anything else is an
+    /// error naming the file and the entry.
+    #[test]
+    fn quiet_calls_are_qualified_names_modules_or_methods() {
+        let rules = Rules::load(None).unwrap();
+        assert!(rules.quiet.function("types.SimpleNamespace"));
+        assert!(rules.quiet.function("math.ceil"));
+        assert!(rules.quiet.function("torch.empty"));
+        assert!(!rules.quiet.function("torch.zeros"));
+        assert!(!rules.quiet.function("torch.cuda.empty"));
+        assert!(!rules.quiet.function("dataclasses.replace"));
+        assert!(rules.quiet.method("append") && rules.quiet.method("view"));
+        assert!(!rules.quiet.method("contiguous") && !rules.quiet.method("to"));
+        for (entry, says) in [
+            (
+                "functions = [\"empty\"]\nsource = \"s\"",
+                "function `empty`",
+            ),
+            (
+                "functions = [\"torch.\"]\nsource = \"s\"",
+                "function `torch.`",
+            ),
+            ("methods = [\"a.b\"]\nsource = \"s\"", "method `a.b`"),
+            (
+                "functions = [\"math.*\"]\nsource = \" \"",
+                "needs a `source`",
+            ),
+            ("source = \"s\"", "names no `functions` or `methods`"),
+        ] {
+            let err = Rules::default()
+                .add_file(Path::new("bad.toml"), &format!("[[quiet]]\n{entry}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("bad.toml: [[quiet]] ") && err.contains(says),
+                "{err}"
+            );
+        }
     }
 }

@@ -1003,20 +1003,23 @@ fn an_unlinked_search_names_its_first_unfollowed_hop() {
 fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/nokernel");
     let doc = json_at(&site, &["sm_120"]);
-    let table: Vec<(u64, String)> = doc["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            (
-                g["line"].as_u64().unwrap(),
-                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let table_of = |file: &str| -> Vec<(u64, String)> {
+        doc["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["file"] == file)
+            .map(|g| {
+                (
+                    g["line"].as_u64().unwrap(),
+                    g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
     let row = |line: u64, verdict: &str| (line, verdict.to_string());
     assert_eq!(
-        table,
+        table_of("flashinfer/choose.py"),
         vec![
             row(18, "no-kernel"),   // log_only
             row(26, "no-kernel"),   // message_only
@@ -1039,6 +1042,35 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
         evidence.iter().any(|e| e
             .starts_with("chooses no kernel: the gated code was read whole: 3 call(s) followed")),
         "{evidence:#?}"
+    );
+    // Calls outside the site that rules/quiet.toml names (a function as the imports qualify
+    // it, a method on an untyped object) leave nothing out; torch.zeros launches a fill
+    // kernel, and a method that the site defines twice may be either definition.
+    assert_eq!(
+        table_of("flashinfer/quiet.py"),
+        vec![
+            row(23, "no-kernel"),  // quiet_calls
+            row(32, "unverified"), // fills
+            row(38, "unverified"), // site_method
+        ]
+    );
+    let first_unfollowed = |line: u64| -> String {
+        let (_, evidence) = verdict_at(&doc, "flashinfer/quiet.py", line);
+        evidence
+            .iter()
+            .find_map(|e| {
+                e.split_once("not followed, the first: ")
+                    .map(|(_, f)| f.to_string())
+            })
+            .unwrap_or_else(|| panic!("{evidence:#?}"))
+    };
+    assert_eq!(
+        first_unfollowed(32),
+        "`torch.zeros` is no code gatefix finds on the site"
+    );
+    assert_eq!(
+        first_unfollowed(38),
+        "`state.update` is no code gatefix finds on the site"
     );
     // The other arm's JIT module is not the gated branch's kernel.
     let (_, evidence) = verdict_at(&doc, "flashinfer/choose.py", 38);
@@ -1082,5 +1114,5 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
     let sarif = audit(&site, &["--target", "sm_120", "--format", "sarif"]);
     let sarif: Value = serde_json::from_slice(&sarif.stdout).unwrap();
     let results = sarif["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 10, "the ten unverified verdicts only");
+    assert_eq!(results.len(), 12, "the twelve unverified verdicts only");
 }

@@ -978,7 +978,7 @@ impl Linker<'_> {
                     .or_else(|| self.resolve_by_name(parsed, call))
             };
             let Some(callee) = callee else {
-                if !launches_nothing(call) {
+                if !launches_nothing(call) && !self.is_quiet(parsed, call) {
                     search
                         .unfollowed
                         .add(|| format!("`{call}` is no code gatefix finds on the site"));
@@ -1193,6 +1193,34 @@ impl Linker<'_> {
                 .as_ref()
                 .is_some_and(|m| self.code.has_module(&format!("{base}.{m}")));
         !on_site
+    }
+
+    /// A call outside the site that `rules/quiet.toml` says launches nothing: a function,
+    /// named as the module's imports qualify it (`SimpleNamespace` from `types`), or a method
+    /// on an object that is no import, where no definition on the site has the method's name.
+    fn is_quiet(&self, parsed: &Parsed, call: &str) -> bool {
+        // Only a plain dotted name: in `typing.cast(Any, x).run`, `run` is the cast
+        // object's, not typing's.
+        if !call
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        {
+            return false;
+        }
+        let (head, rest) = match call.split_once('.') {
+            Some((head, rest)) => (head, Some(rest)),
+            None => (call, None),
+        };
+        if let Some((base, member)) = parsed.imports().get(head) {
+            let qualified = [Some(base.as_str()), member.as_deref(), rest]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(".");
+            return self.rules.quiet.function(&qualified);
+        }
+        let name = call.rsplit('.').next().unwrap_or(call);
+        rest.is_some() && self.rules.quiet.method(name) && self.text.defs(name).is_empty()
     }
 
     /// A call that imports do not resolve (`self.m()`, `obj.m()`, `super().m()`, a module
