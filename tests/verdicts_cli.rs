@@ -990,6 +990,22 @@ fn an_unlinked_search_names_its_first_unfollowed_hop() {
         ),
         "{partial}"
     );
+    // Through a flag (here the calls of a check that raises): the code each read guards is
+    // followed, and where it reaches no kernel its first unfollowed hop is the stop.
+    let through_flag = link_line(36);
+    assert!(
+        through_flag.ends_with(
+            "first stop: hoppkg/ops.py:41 calls require_hopper(); followed the code after it: \
+             the code it guards reaches no kernel; 1 hop(s) not followed, the first: \
+             `torch.matmul` is no code gatefix finds on the site"
+        ),
+        "{through_flag}"
+    );
+    let (_, evidence) = verdict_at(&doc, "hoppkg/ops.py", 36);
+    assert!(
+        evidence.contains(&"stop: no-kernel-reached".to_string()),
+        "{evidence:?}"
+    );
 }
 
 /// A gate whose code was read whole and launches nothing is `no-kernel` (logging, a message,

@@ -178,6 +178,15 @@ fn launches_nothing(call: &str) -> bool {
     }
 }
 
+/// What following a piece of code found (`Linker::follow_code`).
+pub(super) struct Followed {
+    pub links: Vec<Link>,
+    /// Flags the code sets, with the chain that reached each.
+    pub stores: Vec<(FlagKey, Vec<String>)>,
+    /// The hops the search left out: how many, and the first.
+    pub unfollowed: Option<(usize, String)>,
+}
+
 /// Where a call leads.
 enum Callee {
     /// A top-level function (or `Class.method` by name) of a module.
@@ -533,7 +542,7 @@ impl Linker<'_> {
                             &guards,
                             gate.dist.as_deref(),
                         )
-                        .0,
+                        .links,
                     )
                 }
                 Hop::Stop(why) => stops.push(why),
@@ -690,9 +699,13 @@ impl Linker<'_> {
         chain: Vec<String>,
         guards: &[Guard],
         dist: Option<&str>,
-    ) -> (Vec<Link>, Vec<(FlagKey, Vec<String>)>) {
+    ) -> Followed {
         let Some(parsed) = self.code.module(module) else {
-            return (Vec::new(), Vec::new());
+            return Followed {
+                links: Vec::new(),
+                stores: Vec::new(),
+                unfollowed: Some((1, format!("module `{module}` could not be read"))),
+            };
         };
         let mut search = Search {
             links: Vec::new(),
@@ -709,7 +722,14 @@ impl Linker<'_> {
             link.guards.sort();
             link.guards.dedup();
         }
-        (links, search.stores)
+        Followed {
+            links,
+            stores: search.stores,
+            unfollowed: search
+                .unfollowed
+                .first
+                .map(|first| (search.unfollowed.count, first)),
+        }
     }
 
     /// Flag flow for every gate at once: the flags their paths set are searched for in the
@@ -762,15 +782,27 @@ impl Linker<'_> {
                                 what,
                                 guards,
                             } => {
-                                let (found, stores) = self.follow_code(
+                                let followed = self.follow_code(
                                     &module,
                                     &facts,
                                     vec![format!("read at {what}")],
                                     &guards,
                                     None,
                                 );
-                                result.links.extend(found);
-                                for (key, chain) in stores {
+                                // Code that reaches no kernel and sets no flag: where the
+                                // search stopped in it is where a reviewer picks up.
+                                if followed.links.is_empty() && followed.stores.is_empty() {
+                                    result.stops.push(match &followed.unfollowed {
+                                        Some((count, first)) => format!(
+                                            "{what}: the code it guards reaches no kernel; {count} hop(s) not followed, the first: {first}"
+                                        ),
+                                        None => format!(
+                                            "{what}: the code it guards reaches no kernel, every call followed"
+                                        ),
+                                    });
+                                }
+                                result.links.extend(followed.links);
+                                for (key, chain) in followed.stores {
                                     result.next.push((key, chain, guards.clone()));
                                 }
                             }
@@ -1369,7 +1401,10 @@ impl Linker<'_> {
 
 /// The short kind of a stop, from its words (what `--explain-unverified` counts).
 pub fn stop_kind(why: &str) -> &'static str {
-    if why.contains("over the budget") {
+    // First: the read's own words (`is passed to f()`) come before it.
+    if why.contains("the code it guards reaches no kernel") {
+        "no-kernel-reached"
+    } else if why.contains("over the budget") {
         "read-budget"
     } else if why.contains("never read back") {
         "flag-never-read"

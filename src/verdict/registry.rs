@@ -70,14 +70,14 @@ pub fn link_checkers(linker: &Linker, links: &mut [GateLink]) {
         let gate = &linker.gates[index];
         let mut found = Vec::new();
         for r in &registrations {
-            let (mut reached, _) = linker.follow_code(
+            let mut reached = linker.follow_code(
                 &r.module,
                 &r.facts,
                 vec![r.what.clone()],
                 &[],
                 gate.dist.as_deref(),
             );
-            found.append(&mut reached);
+            found.append(&mut reached.links);
         }
         if !found.is_empty() {
             links[index].outcome = LinkOutcome::Linked(found);

@@ -29,3 +29,14 @@ def through_torch(x):
             raise ValueError("too long")
         return torch.matmul(_pick(x), x)
     return x
+
+
+def require_hopper():
+    # A check that raises: the code after each of its calls is what the gate guards.
+    if torch.cuda.get_device_capability()[0] != 9:
+        raise RuntimeError("needs SM90")
+
+
+def checked(x):
+    require_hopper()
+    return torch.matmul(x, x)
