@@ -208,9 +208,14 @@ thread_local! {
     static ASSUMED: std::cell::RefCell<std::collections::BTreeSet<String>> =
         const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
     /// Local reads being evaluated (`Resolver::bound_at`), by module, function, name and
-    /// the bindings that reach them.
-    static LOCALS_IN_PROGRESS: std::cell::RefCell<FxHashSet<ReachKey>> =
-        std::cell::RefCell::new(FxHashSet::default());
+    /// the bindings that reach them, each with the `LEVEL` it was opened at.
+    static LOCALS_IN_PROGRESS: std::cell::RefCell<FxHashMap<ReachKey, u32>> =
+        std::cell::RefCell::new(FxHashMap::default());
+    /// How many memoised computations are open on this thread (`Mark`).
+    static LEVEL: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The lowest `LEVEL` at which a local read that depends on itself was opened, among
+    /// those cut since the innermost open memoised computation began (`u32::MAX`: none).
+    static CYCLE_FLOOR: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
     /// Parameters whose callers are being read (a recursive function reads itself).
     static PARAMS_IN_PROGRESS: std::cell::RefCell<FxHashSet<(usize, usize, usize)>> =
         std::cell::RefCell::new(FxHashSet::default());
@@ -276,8 +281,9 @@ fn in_frame<T>(depth: u32, evaluate: impl FnOnce(u32) -> T) -> T {
 }
 
 /// `compute`'s value, once per key of `table`: a hit replays what was assumed computing it,
-/// and a value computed while something was cut short (depth, budget, cycle) is not kept,
-/// because it depends on where the resolver stood. The table is not locked while computing
+/// and a value computed while something was cut short (depth, budget, a cycle opened outside
+/// the computation: `Mark::leave`) is not kept, because it depends on where the resolver
+/// stood. The table is not locked while computing
 /// (the computation reads it again).
 fn memoised<K: Eq + std::hash::Hash, T: Clone>(
     table: &Memo<K, T>,
@@ -290,9 +296,9 @@ fn memoised<K: Eq + std::hash::Hash, T: Clone>(
         }
         return val.clone();
     }
-    let cuts_before = cuts();
+    let mark = Mark::enter();
     let (val, assumed) = with_assumptions(compute);
-    if cuts() == cuts_before {
+    if mark.leave() {
         table
             .lock()
             .expect("no poisoned lock")
@@ -403,6 +409,36 @@ pub fn choice(arms: Vec<(Pred, Val)>) -> Val {
         return merged.pop().expect("one arm").1;
     }
     Val::Choice(merged)
+}
+
+/// Where a memoised computation began; when it ends, whether its value is the code's own or
+/// depends on where the resolver stood.
+struct Mark {
+    cuts: u64,
+    floor: u32,
+    level: u32,
+}
+
+impl Mark {
+    fn enter() -> Mark {
+        let level = LEVEL.with(|l| l.replace(l.get() + 1));
+        Mark {
+            cuts: cuts(),
+            floor: CYCLE_FLOOR.with(|f| f.replace(u32::MAX)),
+            level,
+        }
+    }
+
+    /// Whether the value just computed may be kept: nothing was cut short (depth, budget, a
+    /// parameter's or a global's cycle), and every local read cut for depending on itself was
+    /// opened by this computation (its own read, or one inside it), so computing the value
+    /// afresh from anywhere cuts it the same way. A read opened further out (a caller's loop
+    /// variable) makes the value depend on that caller, as before.
+    fn leave(self) -> bool {
+        LEVEL.with(|l| l.set(self.level));
+        let floor = CYCLE_FLOOR.with(|f| f.replace(f.get().min(self.floor)));
+        cuts() == self.cuts && floor >= self.level
+    }
 }
 
 fn cuts() -> u64 {
@@ -833,10 +869,20 @@ impl<'a> Resolver<'a> {
             reaches.clone(),
         );
         // A value that depends on itself (`x = f(x)` read through a loop's back edge that
-        // the guards did not rule out) is cut, not followed round.
-        let fresh = LOCALS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key.clone()));
-        if !fresh {
-            cut();
+        // the guards did not rule out) is cut, not followed round. The cut is the same
+        // wherever the read was first opened from, so it does not keep the values computed
+        // inside that read from the memo tables (`Mark::leave`), only those around it.
+        let level = LEVEL.with(|l| l.get());
+        let opened = LOCALS_IN_PROGRESS.with(|set| {
+            let mut set = set.borrow_mut();
+            let opened = set.get(&key).copied();
+            if opened.is_none() {
+                set.insert(key.clone(), level);
+            }
+            opened
+        });
+        if let Some(opened) = opened {
+            CYCLE_FLOOR.with(|floor| floor.set(floor.get().min(opened)));
             return Some(Val::Unknown(format!("`{name}` depends on itself")));
         }
         let val = memoised(&self.reached, key.clone(), || {
@@ -1124,11 +1170,12 @@ impl<'a> Resolver<'a> {
             cut();
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
-        let cuts_before = cuts();
+        let mark = Mark::enter();
         let (val, assumed) =
             with_assumptions(|| in_frame(depth, |depth| self.global_uncached(module, name, depth)));
+        let context_free = mark.leave();
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-        if cuts() == cuts_before {
+        if context_free {
             self.globals
                 .lock()
                 .expect("no poisoned lock")
