@@ -124,11 +124,14 @@ pub fn judge_prepared(
                 .map(|&target| {
                     let verdict = verdict(gate, link, target, cuda, &index, site, &scan.gates);
                     // A gate that sets a launch attribute is decided by the hardware's
-                    // features, also where the code it decides launches nothing itself.
+                    // features, also where the code it decides launches nothing itself. A
+                    // helper named for the feature (`device_support_pdl`) returns whether the
+                    // target has it: its callers hand that on as a launch attribute, so the
+                    // kernels they launch are theirs whatever it returns.
                     let undecided = matches!(
                         verdict.kind,
                         VerdictKind::Unverified | VerdictKind::NoKernel
-                    );
+                    ) || link.helper_returns_it;
                     match &feature {
                         Some(feature) if undecided => {
                             launch_feature_verdict(gate, link, feature, target, cuda, &scan.gates)
