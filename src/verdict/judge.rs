@@ -128,12 +128,13 @@ pub fn judge_prepared(
                     // helper named for the feature (`device_support_pdl`) returns whether the
                     // target has it: its callers hand that on as a launch attribute, so the
                     // kernels they launch are theirs whatever it returns.
-                    let undecided = matches!(
-                        verdict.kind,
-                        VerdictKind::Unverified | VerdictKind::NoKernel
-                    ) || link.helper_returns_it;
+                    let feature_decides = link.helper_returns_it
+                        || matches!(
+                            verdict.kind,
+                            VerdictKind::Unverified | VerdictKind::NoKernel
+                        );
                     match &feature {
-                        Some(feature) if undecided => {
+                        Some(feature) if feature_decides => {
                             launch_feature_verdict(gate, link, feature, target, cuda, &scan.gates)
                                 .unwrap_or(verdict)
                         }

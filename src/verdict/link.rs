@@ -178,6 +178,13 @@ fn launches_nothing(call: &str) -> bool {
     }
 }
 
+/// Whether a call's text is a plain dotted name: in `typing.cast(Any, x).run`, `run` is the
+/// cast object's, not typing's, so only such a name says whose function is called.
+fn is_dotted_name(call: &str) -> bool {
+    call.chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+}
+
 /// What following a piece of code found (`Linker::follow_code`).
 pub(super) struct Followed {
     pub links: Vec<Link>,
@@ -1207,12 +1214,7 @@ impl Linker<'_> {
     /// (`torch.bincount`, `np.cumsum`, `nn.functional.pad` after `from torch import nn`):
     /// its function is that module's, so a def of the same name in the site is not it.
     fn outside_receiver(&self, parsed: &Parsed, call: &str) -> bool {
-        // Only a plain dotted name: in `typing.cast(Any, x).run`, `run` is the cast
-        // object's, not typing's.
-        let dotted = call
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
-        let Some((receiver, _)) = call.split_once('.').filter(|_| dotted) else {
+        let Some((receiver, _)) = call.split_once('.').filter(|_| is_dotted_name(call)) else {
             return false;
         };
         let Some((base, member)) = parsed.imports().get(receiver) else {
@@ -1231,12 +1233,7 @@ impl Linker<'_> {
     /// named as the module's imports qualify it (`SimpleNamespace` from `types`), or a method
     /// on an object that is no import, where no definition on the site has the method's name.
     fn is_quiet(&self, parsed: &Parsed, call: &str) -> bool {
-        // Only a plain dotted name: in `typing.cast(Any, x).run`, `run` is the cast
-        // object's, not typing's.
-        if !call
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
-        {
+        if !is_dotted_name(call) {
             return false;
         }
         let (head, rest) = match call.split_once('.') {
