@@ -70,6 +70,42 @@ struct RuleFile {
     launch_feature: Vec<LaunchFeatureToml>,
     #[serde(default)]
     quiet: Vec<QuietToml>,
+    #[serde(default)]
+    own_kernels: Vec<OwnKernelsToml>,
+}
+
+/// `[[own_kernels]]` as written (`rules/quiet.toml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnKernelsToml {
+    #[serde(default)]
+    packages: Vec<String>,
+    #[serde(default)]
+    methods: Vec<String>,
+    source: String,
+}
+
+/// Calls outside the site whose kernels, where they launch any, are their library's own and
+/// built for every GPU the library runs on (`rules/quiet.toml`, `[[own_kernels]]`): a search
+/// that could not follow one hid no kernel of the site behind it.
+#[derive(Debug, Clone, Default)]
+pub struct OwnKernels {
+    /// Top-level packages (`torch`, `numpy`, Python's standard library modules).
+    packages: HashSet<String>,
+    /// Method names, on an object gatefix cannot type (`x.to`, `w.float`).
+    methods: HashSet<String>,
+}
+
+impl OwnKernels {
+    /// Whether a function of this top-level package launches only its package's own kernels.
+    pub fn package(&self, root: &str) -> bool {
+        self.packages.contains(root)
+    }
+
+    /// Whether a method of this name launches only its library's own kernels.
+    pub fn method(&self, name: &str) -> bool {
+        self.methods.contains(name)
+    }
 }
 
 /// `[[quiet]]` as written (`rules/quiet.toml`).
@@ -390,6 +426,7 @@ pub struct Rules {
     pub overrides: Vec<OverrideRule>,
     pub launch_features: Vec<LaunchFeature>,
     pub quiet: QuietCalls,
+    pub own_kernels: OwnKernels,
     pub files: Vec<PathBuf>,
     /// SHA-256 of each file's path and text, in load order: what a cached result was computed
     /// under (`digest`).
@@ -605,6 +642,33 @@ impl Rules {
                 };
             }
             self.quiet.methods.extend(quiet.methods);
+        }
+        for own in file.own_kernels {
+            let identifier = |part: &str| {
+                part.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            };
+            let problem = if own.source.trim().is_empty() {
+                Some("needs a `source`".to_string())
+            } else if own.packages.is_empty() && own.methods.is_empty() {
+                Some("names no `packages` or `methods`".to_string())
+            } else if let Some(p) = own.packages.iter().find(|p| !identifier(p)) {
+                Some(format!("package `{p}` is no top-level package name"))
+            } else {
+                own.methods
+                    .iter()
+                    .find(|m| !identifier(m))
+                    .map(|m| format!("method `{m}` is no identifier"))
+            };
+            if let Some(problem) = problem {
+                return Err(Error::Input {
+                    message: format!("{}: [[own_kernels]] {problem}", path.display()),
+                });
+            }
+            self.own_kernels.packages.extend(own.packages);
+            self.own_kernels.methods.extend(own.methods);
         }
         for rule in &file.overrides {
             let fields = [

@@ -691,26 +691,20 @@ fn every_synthesized_form_and_the_ones_without_a_fix() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let (ready, none) = synth_lines(&text);
-    assert_eq!(ready.len(), 7, "{text}");
+    assert_eq!(ready.len(), 8, "{text}");
     // The semantic model also reports the cached flag's definition (`_is_sm90 = ...`, a store
     // to a name) as a gate of its own; its use is the edit that is offered. The helpers'
-    // own definitions are judged by what their calls decide; an edit there would move the
-    // other gates that call them, so it is refused and says which.
-    assert_eq!(none.len(), 4, "{text}");
-    for (i, helper) in [
-        "utils.py:14 (capability-compare, open)",
-        "utils.py:29 (capability-membership, close)",
-    ]
-    .iter()
-    .enumerate()
-    {
-        assert!(
-            none[2 + i].contains(helper)
-                && none[2 + i].contains("every candidate edit was refused")
-                && none[2 + i].contains("would change"),
-            "{text}"
-        );
-    }
+    // own definitions are judged by what their calls decide: `is_sm90_supported` is no
+    // opportunity (one of its reads, `fixes.py:24`, is joined with another test, so its whole
+    // path was not read); `is_blackwell_supported` is a trap whose one caller, `fixes.py:51`,
+    // is closed in the same plan, so narrowing the helper moves no other gate.
+    assert_eq!(none.len(), 2, "{text}");
+    assert!(
+        text.contains(
+            "Close the capability-membership gate at sglang/srt/utils.py:29 for sm_120 (member 12 removed)"
+        ),
+        "{text}"
+    );
     assert!(
         none[0]
             .contains("fixes.py:12 (cached-flag, open): no fix: every candidate edit was refused"),
@@ -828,7 +822,7 @@ fn synthesized_fixes_open_their_gates_in_a_fresh_audit_and_revert_byte_for_byte(
         "json".into(),
     ]);
     let patches = status["applied"][0]["patches"].as_array().unwrap();
-    assert_eq!(patches.len(), 7);
+    assert_eq!(patches.len(), 8);
     assert!(patches.iter().all(|p| p["class"] == "unsafe"), "{status}");
     let human = stdout(&command("status", &root, &[]));
     assert!(human.contains("unsafe"), "{human}");

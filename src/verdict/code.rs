@@ -149,35 +149,42 @@ impl Facts {
 /// A flag a path can set, by how other code reads it back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FlagKey {
-    /// An attribute (`self.enable_x`, `server_args.enable_x`, a dataclass field): read as `.enable_x`.
-    Attr(String),
+    /// An attribute (`self.enable_x`, `server_args.enable_x`, a dataclass field): read as
+    /// `.enable_x`. `path` is the file that stores it (empty until the store's module is
+    /// known): a `self.enable_x` in another file that stores its own is another class's.
+    Attr { name: String, path: String },
     /// A module global, read in its module and where it is imported from there.
     Global { module: String, name: String },
     /// An environment variable: `os.environ["X"]`, `os.environ.get("X")`, `os.getenv("X")`, `envs.X`.
     Env(String),
-    /// A function or method that returns the flag: its calls are reads.
-    Func(String),
+    /// A function or method that returns the flag: its calls are reads. `path` is the file
+    /// that defines it: where several files define the name, a call reads this definition
+    /// only in that file or where the name is imported from it.
+    Func { name: String, path: String },
     /// A function that raises unless the gate does not hold: its callers go on past each call
     /// only where it passes. The call's value is the function's result, not the flag.
-    Exit(String),
+    Exit { name: String, path: String },
 }
 
 impl FlagKey {
     /// The identifier the site is searched for.
     pub fn name(&self) -> &str {
         match self {
-            FlagKey::Attr(n) | FlagKey::Env(n) | FlagKey::Func(n) | FlagKey::Exit(n) => n,
+            FlagKey::Attr { name: n, .. }
+            | FlagKey::Env(n)
+            | FlagKey::Func { name: n, .. }
+            | FlagKey::Exit { name: n, .. } => n,
             FlagKey::Global { name, .. } => name,
         }
     }
 
     pub fn words(&self) -> String {
         match self {
-            FlagKey::Attr(n) => format!("attribute .{n}"),
+            FlagKey::Attr { name, .. } => format!("attribute .{name}"),
             FlagKey::Global { module, name } => format!("global {module}.{name}"),
             FlagKey::Env(n) => format!("environment variable {n}"),
-            FlagKey::Func(n) => format!("the calls of {n}()"),
-            FlagKey::Exit(n) => format!("the code after the calls of {n}()"),
+            FlagKey::Func { name, .. } => format!("the calls of {name}()"),
+            FlagKey::Exit { name, .. } => format!("the code after the calls of {name}()"),
         }
     }
 }
@@ -558,7 +565,7 @@ pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Opti
     let (_, branch) = branch_of(cache.tree(src, around.clone()), start, end)?;
     let returns_early = starts_with_falsy_return(branch, src);
     let bare_return = returns_early && starts_with_bare_return(branch, src);
-    if !(returns_early || starts_with_raise(branch)) {
+    if !(returns_early || ends_with_raise(branch)) {
         return Some(facts(branch, src));
     }
     let tree = cache.tree(src, [around, after].concat());
@@ -835,14 +842,18 @@ pub(crate) fn raise_guarded(parent: Node, src: &[u8]) -> Option<Facts> {
     Some(found)
 }
 
-pub(crate) fn starts_with_raise(branch: Node) -> bool {
+/// The branch ends in a `raise`: an error exit, whatever it computes first (`major =
+/// get_device_capability()[0]` for the message, a log line). Every statement before the raise
+/// only prepares the error: the branch never falls through to the code after it.
+pub(crate) fn ends_with_raise(branch: Node) -> bool {
     if branch.kind() == "raise_statement" {
         return true;
     }
     let mut cursor = branch.walk();
     branch
         .named_children(&mut cursor)
-        .find(|n| n.kind() != "comment")
+        .filter(|n| n.kind() != "comment")
+        .last()
         .is_some_and(|n| n.kind() == "raise_statement")
 }
 
@@ -1403,9 +1414,10 @@ fn stored_flag(assignment: Node, src: &[u8]) -> Option<FlagKey> {
     let left = assignment.child_by_field_name("left")?;
     let right = assignment.child_by_field_name("right")?;
     match left.kind() {
-        "attribute" if right.kind() == "true" => Some(FlagKey::Attr(
-            text(left.child_by_field_name("attribute")?, src).to_string(),
-        )),
+        "attribute" if right.kind() == "true" => Some(FlagKey::Attr {
+            name: text(left.child_by_field_name("attribute")?, src).to_string(),
+            path: String::new(),
+        }),
         "identifier" if right.kind() == "true" => {
             let mut up = assignment.parent();
             while let Some(node) = up {

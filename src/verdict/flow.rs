@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use crate::syntax::Node;
 
 use super::code::{
-    Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with, facts,
-    field_is, plain_word, raise_guarded, starts_with_raise, text,
+    Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with,
+    ends_with_raise, facts, field_is, plain_word, raise_guarded, text,
 };
 use super::site_text::{Hit, SiteText, is_word_byte};
 use crate::scan::Gate;
@@ -89,7 +89,7 @@ impl Reader<'_> {
             // A function nobody on the site calls is an entry point: what its exit guards
             // runs in its callers, outside the site.
             return vec![Hop::Stop(match key {
-                FlagKey::Func(name) | FlagKey::Exit(name) => format!(
+                FlagKey::Func { name, .. } | FlagKey::Exit { name, .. } => format!(
                     "{name}() is not called in the site: an entry point, whose callers are outside it"
                 ),
                 _ => format!("{} is never read back in the site", key.words()),
@@ -180,23 +180,21 @@ impl Reader<'_> {
             _ => false,
         };
         match key {
-            FlagKey::Attr(_) => before == Some(b'.') && !stores,
+            FlagKey::Attr { name, path } => {
+                before == Some(b'.') && !stores && !self.another_class_attribute(name, path, hit)
+            }
             FlagKey::Env(_) => {
                 let quoted = matches!(before, Some(b'"' | b'\''))
                     && src.get(hit.end).copied() == before
                     && !env_store(rest);
                 quoted || (before == Some(b'.') && !stores)
             }
-            FlagKey::Func(name) | FlagKey::Exit(name) => {
+            FlagKey::Func { name, path } | FlagKey::Exit { name, path } => {
                 let called = matches!(next, Some((_, b'(')));
                 let line_start = memchr::memrchr(b'\n', &src[..hit.start]).map_or(0, |i| i + 1);
                 let lead = src[line_start..hit.start].trim_ascii_start();
                 let definition = lead == b"def " || lead == b"async def ";
-                let defs = self.text.defs(name);
-                let here = defs.iter().all(|(f, _)| *f == defs[0].0);
-                let scope_ok =
-                    here && (defs.is_empty() || defs[0].0 == hit.file) || defs.len() == 1;
-                called && !definition && scope_ok
+                called && !definition && self.calls_definition(name, path, hit.file)
             }
             FlagKey::Global { module, name } => {
                 if before.is_some_and(|b| b == b'.' || is_word_byte(b)) || stores {
@@ -214,6 +212,49 @@ impl Reader<'_> {
                     })
             }
         }
+    }
+
+    /// Whether a read of attribute `<name>` in another file than the store's is of another
+    /// class's attribute: that file stores a `self.<name>` of its own (two kernel classes
+    /// each with a `self.supported`, a script's `args.use_pdl` beside its kernel's
+    /// `self.use_pdl`), so its reads are taken for its own.
+    fn another_class_attribute(&self, name: &str, path: &str, hit: &Hit) -> bool {
+        let file = &self.text.files[hit.file];
+        if path.is_empty() || file.path == path {
+            return false;
+        }
+        let store = format!("self.{name} =");
+        memchr::memmem::find_iter(&file.src, store.as_bytes())
+            .any(|at| file.src.get(at + store.len()) != Some(&b'='))
+    }
+
+    /// Whether a call of `name` in file `at` calls the definition in `path`. With one
+    /// definition on the site, every call does (a method called on any receiver, a function
+    /// imported under any route). With several (two modules each with a `_is_blackwell`, two
+    /// kernel classes each with an `_ensure_loaded`), a call reads the one in its own file, or
+    /// the one its file imports by name; a call in a third file that imports neither is
+    /// ambiguous and not taken.
+    fn calls_definition(&self, name: &str, path: &str, at: usize) -> bool {
+        let defs = self.text.defs(name);
+        let file = &self.text.files[at];
+        if file.path == path {
+            return true;
+        }
+        if defs.len() <= 1 {
+            return true;
+        }
+        if defs.iter().any(|(f, _)| *f == at) {
+            return false;
+        }
+        let Some(origin) = self.text.files.iter().find(|f| f.path == path) else {
+            return false;
+        };
+        let (Some(origin), Some(here)) = (origin.module.as_deref(), file.module.as_deref()) else {
+            return false;
+        };
+        self.code.module(here).is_some_and(|p| {
+            p.imports().get(name) == Some(&(origin.to_string(), Some(name.to_string())))
+        })
     }
 
     fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
@@ -241,7 +282,7 @@ impl Reader<'_> {
         {
             node = parent;
         }
-        if let FlagKey::Exit(name) = key {
+        if let FlagKey::Exit { name, .. } = key {
             self.after_exit_call(place, node, name, out);
             return;
         }
@@ -450,7 +491,10 @@ impl Reader<'_> {
                     }
                     match enclosing_function(parent) {
                         Some((name, _)) => out.push(Hop::Flag {
-                            key: FlagKey::Func(text(name, src).to_string()),
+                            key: FlagKey::Func {
+                                name: text(name, src).to_string(),
+                                path: place.path.to_string(),
+                            },
                             what: format!(
                                 "{}:{} {}() returns it",
                                 place.path,
@@ -569,7 +613,7 @@ impl Reader<'_> {
             );
             return;
         }
-        if !(starts_with_raise(consequence) || starts_with_return(consequence)) {
+        if !(ends_with_raise(consequence) || starts_with_return(consequence)) {
             // `if not flag: A else: B`: B runs when it holds.
             if let Some(alternative) = statement.child_by_field_name("alternative")
                 && alternative.kind() == "else_clause"
@@ -615,6 +659,24 @@ impl Reader<'_> {
                 );
             }
         }
+        // `if not self.supported: raise ...` in a check its callers call first: the code
+        // after each call runs only where the flag holds, as after a gate's own raise.
+        if ends_with_raise(consequence)
+            && let Some((name, _)) = enclosing_function(statement)
+        {
+            out.push(Hop::Flag {
+                key: FlagKey::Exit {
+                    name: text(name, src).to_string(),
+                    path: place.path.to_string(),
+                },
+                what: format!(
+                    "{}:{line} {}() raises unless it holds",
+                    place.path,
+                    text(name, src)
+                ),
+                guards: self.enclosing_guards(place, statement),
+            });
+        }
         let mut next = guarded.next_named_sibling();
         while let Some(sibling) = next {
             if sibling.kind() == "return_statement"
@@ -624,7 +686,10 @@ impl Reader<'_> {
             {
                 if let Some((name, _)) = enclosing_function(sibling) {
                     out.push(Hop::Flag {
-                        key: FlagKey::Func(text(name, src).to_string()),
+                        key: FlagKey::Func {
+                            name: text(name, src).to_string(),
+                            path: place.path.to_string(),
+                        },
                         what: format!(
                             "{}:{line} {}() returns early unless it holds, then returns a value",
                             place.path,
@@ -666,7 +731,10 @@ impl Reader<'_> {
                     return;
                 };
                 out.push(Hop::Flag {
-                    key: FlagKey::Attr(text(attribute, src).to_string()),
+                    key: FlagKey::Attr {
+                        name: text(attribute, src).to_string(),
+                        path: place.path.to_string(),
+                    },
                     what: format!("{}:{line} stores it in {}", place.path, text(left, src)),
                     guards: self.enclosing_guards(place, assignment),
                 });
@@ -738,10 +806,12 @@ impl Reader<'_> {
         out: &mut Vec<Hop>,
     ) {
         for store in &mut found.stores {
-            if let FlagKey::Global { module, .. } = &mut store.key
-                && module.is_empty()
-            {
-                *module = place.parsed.module.clone();
+            match &mut store.key {
+                FlagKey::Global { module, .. } if module.is_empty() => {
+                    *module = place.parsed.module.clone();
+                }
+                FlagKey::Attr { path, .. } if path.is_empty() => *path = place.path.to_string(),
+                _ => {}
             }
         }
         out.push(Hop::Code {

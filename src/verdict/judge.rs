@@ -247,6 +247,34 @@ fn reached_or_unverified(
     VerdictKind::Unverified
 }
 
+/// Positive evidence or no verdict: kernels present on the part of the path the search read
+/// show nothing of the part it left unread, where a kernel missing at the target makes the
+/// gate a trap (sglang 0.5.22's CuTe DSL GDN prefill: the Triton helpers it calls build for
+/// sm_120, its tcgen05 kernel, reached through a call gatefix does not resolve, does not). An
+/// `open` or `opportunity` from such a search is `unverified` (`path-left-out`); a missing
+/// kernel on the path is evidence enough for a trap or a wall.
+fn whole_path_or_unverified(
+    kind: VerdictKind,
+    link: &GateLink,
+    evidence: &mut Vec<String>,
+) -> VerdictKind {
+    let Some(left_out) = &link.left_out else {
+        return kind;
+    };
+    if !matches!(kind, VerdictKind::Open | VerdictKind::Opportunity) {
+        return kind;
+    }
+    evidence.push(format!(
+        "not {}: the kernels above are those of the part of the path gatefix read; it left out {left_out}",
+        match kind {
+            VerdictKind::Open => "open",
+            _ => "an opportunity",
+        }
+    ));
+    evidence.push("stop: path-left-out".into());
+    VerdictKind::Unverified
+}
+
 /// The first guard that blocks the target, and the gate it is. `path_runs`: the judged gate
 /// lets the path run at the target; where it does not, a guard around the flag's own read
 /// blocks because the flag does, and says nothing of its own.
@@ -654,6 +682,7 @@ fn verdict(
         (Admits::Yes, Kernel::Missing) => VerdictKind::Trap,
     };
     let kind = reached_or_unverified(kind, link, target, cuda, gates, &mut evidence);
+    let kind = whole_path_or_unverified(kind, link, &mut evidence);
     Verdict {
         kind,
         evidence,
@@ -694,6 +723,7 @@ mod tests {
             reached_under: Vec::new(),
             complete: None,
             helper_returns_it: false,
+            left_out: None,
         }
     }
 

@@ -12,7 +12,7 @@ use super::code::{
     gated_branch,
 };
 use super::flow::{Guard, Hop, Reader};
-use super::site_text::SiteText;
+use super::site_text::{SiteText, is_word_byte};
 use crate::gate::predicate::Form;
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::jit::JitIndex;
@@ -74,6 +74,10 @@ pub struct GateLink {
     /// The gate is what its own function returns (a predicate helper, `return major >= 9`):
     /// the helper's calls are followed like a flag's reads.
     pub helper_returns_it: bool,
+    /// Set where the search found kernels but left part of the path unread (a call it could
+    /// not resolve, a flag read it could not follow): the first such hop, in words. The
+    /// kernels found are then not all the path may launch, so they show no gate open.
+    pub left_out: Option<String>,
 }
 
 pub struct Linker<'a> {
@@ -102,6 +106,9 @@ struct Search {
     /// The first thing in the followed code the search cannot see through (`Facts::opaque`),
     /// with its file.
     opaque: Option<String>,
+    /// Calls (as written) whose following reached a kernel: a method of what one returns
+    /// (`gen_norm_module().run`) is that kernel module's.
+    linked_calls: HashSet<String>,
 }
 
 /// How many hops a search did not take, and the first of them (the stop's evidence): only
@@ -110,13 +117,37 @@ struct Search {
 struct Unfollowed {
     count: usize,
     first: Option<String>,
+    /// Of those, the hops that may hide a kernel the target lacks (`hides_kernel`): how
+    /// many, and the first.
+    risky: usize,
+    first_risky: Option<String>,
 }
 
 impl Unfollowed {
+    /// The hops left out that may hide a kernel, in words, where there are any.
+    fn risky_words(&self) -> Option<String> {
+        self.first_risky
+            .as_ref()
+            .map(|first| format!("{} hop(s) not followed, the first: {first}", self.risky))
+    }
+
     fn add(&mut self, why: impl FnOnce() -> String) {
+        self.add_as(true, why);
+    }
+
+    /// A hop left out; `risky`: it may reach a kernel of its own (site code gatefix could not
+    /// pick, a library outside the site), not only torch's or Python's.
+    fn add_as(&mut self, risky: bool, why: impl FnOnce() -> String) {
         self.count += 1;
-        if self.first.is_none() {
-            self.first = Some(why());
+        if self.first.is_none() || (risky && self.first_risky.is_none()) {
+            let why = why();
+            if risky {
+                self.risky += 1;
+                self.first_risky.get_or_insert_with(|| why.clone());
+            }
+            self.first.get_or_insert(why);
+        } else if risky {
+            self.risky += 1;
         }
     }
 }
@@ -192,6 +223,8 @@ pub(super) struct Followed {
     pub stores: Vec<(FlagKey, Vec<String>)>,
     /// The hops the search left out: how many, and the first.
     pub unfollowed: Option<(usize, String)>,
+    /// Of those, the ones that may hide a kernel, in words (`Unfollowed::risky_words`).
+    pub risky: Option<String>,
 }
 
 /// Where a call leads.
@@ -213,6 +246,8 @@ struct FlagResult {
     links: Vec<Link>,
     next: Vec<(FlagKey, Vec<String>, Vec<Guard>)>,
     stops: Vec<String>,
+    /// The first hop left out of code whose search found kernels.
+    left_out: Option<String>,
 }
 
 /// A flag a gate's path sets (or its value is stored in), with the chain up to the store.
@@ -233,7 +268,9 @@ impl Linker<'_> {
         let guards_raise = branch.as_ref().is_some_and(|b| b.raises);
         let returns_early = branch.as_ref().is_some_and(|b| b.returns_early);
         let mut complete = None;
-        let (outcome, stop, seeds) = self.outcome(gate, parsed, branch, cache, &mut complete);
+        let mut left_out = None;
+        let (outcome, stop, seeds) =
+            self.outcome(gate, parsed, branch, cache, &mut complete, &mut left_out);
         let own_name = gate
             .function
             .as_deref()
@@ -243,7 +280,7 @@ impl Linker<'_> {
         let helper_returns_it = !guards_raise
             && own_name.is_some_and(|own| {
                 seeds.iter().any(|(key, chain, _)| {
-                    chain.len() == 1 && matches!(key, FlagKey::Func(name) if name == own)
+                    chain.len() == 1 && matches!(key, FlagKey::Func { name, .. } if name == own)
                 })
             });
         let reached_under = parsed
@@ -264,6 +301,7 @@ impl Linker<'_> {
                 reached_under,
                 complete,
                 helper_returns_it,
+                left_out,
             },
             seeds,
         )
@@ -276,6 +314,7 @@ impl Linker<'_> {
         branch: Option<Facts>,
         cache: &mut FileCache,
         complete: &mut Option<String>,
+        left_out: &mut Option<String>,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let declared: Vec<Link> = self
             .rules
@@ -315,7 +354,7 @@ impl Linker<'_> {
                 Vec::new(),
             );
         }
-        self.follow_gate(gate, parsed, branch, cache, complete)
+        self.follow_gate(gate, parsed, branch, cache, complete, left_out)
     }
 
     fn own_generator(&self, gate: &Gate) -> Option<String> {
@@ -335,6 +374,7 @@ impl Linker<'_> {
         branch: Option<Facts>,
         cache: &mut FileCache,
         complete: &mut Option<String>,
+        left_out: &mut Option<String>,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let Some(parsed) = parsed else {
             let why = if gate.guards_branch {
@@ -349,7 +389,7 @@ impl Linker<'_> {
             );
         };
         let Some(facts) = branch else {
-            return self.follow_value(gate, parsed, cache);
+            return self.follow_value(gate, parsed, cache, left_out);
         };
         let mut search = Search {
             links: Vec::new(),
@@ -358,6 +398,7 @@ impl Linker<'_> {
             stores: Vec::new(),
             unfollowed: Unfollowed::default(),
             opaque: None,
+            linked_calls: HashSet::new(),
         };
         let start = if facts.returns_early {
             format!(
@@ -423,9 +464,15 @@ impl Linker<'_> {
             let name = function.rsplit('.').next().unwrap_or(function);
             seeds.push((
                 if facts.returns_early {
-                    FlagKey::Func(name.to_string())
+                    FlagKey::Func {
+                        name: name.to_string(),
+                        path: gate.file.clone(),
+                    }
                 } else {
-                    FlagKey::Exit(name.to_string())
+                    FlagKey::Exit {
+                        name: name.to_string(),
+                        path: gate.file.clone(),
+                    }
                 },
                 vec![format!(
                     "{}:{} {name}() passes only where the gate does not hold",
@@ -493,6 +540,7 @@ impl Linker<'_> {
             };
             (LinkOutcome::NotLinked(why), Some(stop.into()), seeds)
         } else {
+            *left_out = search.unfollowed.risky_words();
             (LinkOutcome::Linked(search.links), None, seeds)
         }
     }
@@ -504,6 +552,7 @@ impl Linker<'_> {
         gate: &Gate,
         parsed: &Parsed,
         cache: &mut FileCache,
+        left_out: &mut Option<String>,
     ) -> (LinkOutcome, Option<String>, Vec<Seed>) {
         let not_linked = |why: String, stop: &str, seeds| {
             (LinkOutcome::NotLinked(why), Some(stop.to_string()), seeds)
@@ -531,6 +580,7 @@ impl Linker<'_> {
         let mut links = Vec::new();
         let mut stops = Vec::new();
         let mut followed = 0;
+        let mut unread = None;
         for hop in hops {
             match hop {
                 Hop::Flag { key, what, guards } => seeds.push((key, vec![what], guards)),
@@ -541,21 +591,23 @@ impl Linker<'_> {
                     guards,
                 } => {
                     followed += 1;
-                    links.extend(
-                        self.follow_code(
-                            &module,
-                            &facts,
-                            vec![what],
-                            &guards,
-                            gate.dist.as_deref(),
-                        )
-                        .links,
-                    )
+                    let code = self.follow_code(
+                        &module,
+                        &facts,
+                        vec![what],
+                        &guards,
+                        gate.dist.as_deref(),
+                    );
+                    if let Some(risky) = code.risky {
+                        unread.get_or_insert(risky);
+                    }
+                    links.extend(code.links)
                 }
                 Hop::Stop(why) => stops.push(why),
             }
         }
         if !links.is_empty() {
+            *left_out = stops.first().cloned().or(unread);
             return (LinkOutcome::Linked(links), None, seeds);
         }
         let why = match stops.first() {
@@ -646,6 +698,7 @@ impl Linker<'_> {
             stores: Vec::new(),
             unfollowed: Unfollowed::default(),
             opaque: None,
+            linked_calls: HashSet::new(),
         };
         let read_arms = !others.calls.is_empty() || others.opaque.is_some();
         if read_arms {
@@ -712,6 +765,7 @@ impl Linker<'_> {
                 links: Vec::new(),
                 stores: Vec::new(),
                 unfollowed: Some((1, format!("module `{module}` could not be read"))),
+                risky: Some(format!("module `{module}` could not be read")),
             };
         };
         let mut search = Search {
@@ -721,6 +775,7 @@ impl Linker<'_> {
             stores: Vec::new(),
             unfollowed: Unfollowed::default(),
             opaque: None,
+            linked_calls: HashSet::new(),
         };
         self.follow(&parsed, facts, &chain, dist, &Reach::start(), &mut search);
         let mut links = search.links;
@@ -732,6 +787,7 @@ impl Linker<'_> {
         Followed {
             links,
             stores: search.stores,
+            risky: search.unfollowed.risky_words(),
             unfollowed: search
                 .unfollowed
                 .first
@@ -777,7 +833,13 @@ impl Linker<'_> {
                     let mut result = FlagResult::default();
                     for hop in reader.reads(key, hits) {
                         match hop {
-                            Hop::Stop(why) => result.stops.push(why),
+                            Hop::Stop(why) => {
+                                // A function no code on the site calls leaves nothing to read.
+                                if stop_kind(&why) != "entry-point" {
+                                    result.left_out.get_or_insert_with(|| why.clone());
+                                }
+                                result.stops.push(why)
+                            }
                             Hop::Flag { key, what, guards } => {
                                 result
                                     .next
@@ -798,6 +860,11 @@ impl Linker<'_> {
                                 );
                                 // Code that reaches no kernel and sets no flag: where the
                                 // search stopped in it is where a reviewer picks up.
+                                if let Some(risky) = &followed.risky {
+                                    result
+                                        .left_out
+                                        .get_or_insert_with(|| format!("{what}: {risky}"));
+                                }
                                 if followed.links.is_empty() && followed.stores.is_empty() {
                                     result.stops.push(match &followed.unfollowed {
                                         Some((count, first)) => format!(
@@ -850,6 +917,7 @@ impl Linker<'_> {
             }
             let mut found: Vec<Link> = Vec::new();
             let mut stops: Vec<String> = Vec::new();
+            let mut left_out: Option<String> = None;
             let mut visited: HashSet<&FlagKey> = HashSet::new();
             let mut queue: VecDeque<(&FlagKey, Vec<String>, Vec<Guard>, usize)> = gate_seeds
                 .iter()
@@ -864,10 +932,12 @@ impl Linker<'_> {
                     continue;
                 }
                 let Some(result) = results.get(key) else {
-                    stops.push(format!(
+                    let why = format!(
                         "{}: not searched, past {MAX_FLAG_HOPS} flag hops",
                         key.words()
-                    ));
+                    );
+                    left_out.get_or_insert_with(|| why.clone());
+                    stops.push(why);
                     continue;
                 };
                 for link in &result.links {
@@ -879,7 +949,15 @@ impl Linker<'_> {
                     add_link(&mut found, link);
                 }
                 stops.extend(result.stops.iter().take(3).cloned());
+                if left_out.is_none() {
+                    left_out.clone_from(&result.left_out);
+                }
                 if depth + 1 >= MAX_FLAG_HOPS {
+                    if let Some((next, _, _)) = result.next.first() {
+                        left_out.get_or_insert_with(|| {
+                            format!("{}: past {MAX_FLAG_HOPS} flag hops", next.words())
+                        });
+                    }
                     continue;
                 }
                 for (next, hop, more) in &result.next {
@@ -895,6 +973,9 @@ impl Linker<'_> {
             let link = &mut links[index];
             match &mut link.outcome {
                 LinkOutcome::Linked(existing) => {
+                    if !found.is_empty() && link.left_out.is_none() {
+                        link.left_out = left_out;
+                    }
                     for l in found {
                         add_link(existing, l);
                     }
@@ -915,6 +996,7 @@ impl Linker<'_> {
                     } else {
                         link.outcome = LinkOutcome::Linked(found);
                         link.stop = None;
+                        link.left_out = left_out;
                     }
                 }
             }
@@ -942,10 +1024,12 @@ impl Linker<'_> {
         }
         for store in &facts.stores {
             let mut key = store.key.clone();
-            if let FlagKey::Global { module, .. } = &mut key
-                && module.is_empty()
-            {
-                *module = parsed.module.clone();
+            match &mut key {
+                FlagKey::Global { module, .. } if module.is_empty() => {
+                    *module = parsed.module.clone();
+                }
+                FlagKey::Attr { path, .. } if path.is_empty() => *path = file_of_module(parsed),
+                _ => {}
             }
             if !search.stores.iter().any(|(k, _)| *k == key) {
                 let mut chain = chain.to_vec();
@@ -980,7 +1064,17 @@ impl Linker<'_> {
                 );
             }
         }
+        // A method of what a call returns (`gen_norm_module().run`) is decided after the loop,
+        // by whether that call reached a kernel.
+        let mut on_results: Vec<&str> = Vec::new();
+        let mut previous: Option<(&str, usize)> = None;
         for call in &facts.calls {
+            if let Some((call, before)) = previous.take()
+                && search.links.len() > before
+            {
+                search.linked_calls.insert(call.to_string());
+            }
+            previous = Some((call.as_str(), search.links.len()));
             if search.calls_seen >= MAX_STEPS {
                 search
                     .unfollowed
@@ -1004,6 +1098,7 @@ impl Linker<'_> {
                 continue;
             }
             let python_op = call.starts_with("torch.ops.");
+            let mut stored_in = None;
             let callee = if python_op {
                 // An op no native library of the site can register: registered from Python
                 // (`direct_register_custom_op("name", impl)`), by the function of that name.
@@ -1015,20 +1110,51 @@ impl Linker<'_> {
                 self.resolve(parsed, call)
                     .map(|(m, f)| Callee::Named(m, f))
                     .or_else(|| self.resolve_by_name(parsed, call))
+                    .or_else(|| {
+                        // `self._extend_fn(...)` after `self._extend_fn = chunk_fwd`: the
+                        // function the attribute holds.
+                        let (value, line) = stored_callable(&parsed.src, call)?;
+                        // A name the module imports (at the top or in a function, as the
+                        // deferred loads do), not a parameter that happens to share a
+                        // function's name.
+                        let callee = self
+                            .resolve(parsed, &value)
+                            .map(|(m, f)| Callee::Named(m, f))
+                            .or_else(|| {
+                                imported_in(&parsed.src, &value)
+                                    .then(|| self.resolve_by_name(parsed, &value))?
+                            })?;
+                        stored_in = Some((
+                            format!(
+                                " (held by {call}, set to {value} at {}:{line})",
+                                file_of_module(parsed)
+                            ),
+                            value,
+                        ));
+                        Some(callee)
+                    })
             };
             let Some(callee) = callee else {
-                if !launches_nothing(call) && !self.is_quiet(parsed, call) {
+                if launches_nothing(call) || self.is_quiet(parsed, call) {
+                } else if returned_by(call).is_some() {
+                    on_results.push(call);
+                } else {
                     search
                         .unfollowed
-                        .add(|| format!("`{call}` is no code gatefix finds on the site"));
+                        .add_as(self.hides_kernel(parsed, call), || {
+                            format!("`{call}` is no code gatefix finds on the site")
+                        });
                 }
                 continue;
             };
+            // The name the callee is defined under: the call's, or the function an attribute
+            // holds.
+            let named = stored_in.as_ref().map_or(call.as_str(), |(_, value)| value);
             let (id, how) = match &callee {
                 Callee::Named(module, function) => (format!("{module}:{function}"), String::new()),
                 Callee::At { file, offset, how } => {
                     let f = &self.text.files[*file];
-                    let name = call.rsplit('.').next().unwrap_or(call);
+                    let name = named.rsplit('.').next().unwrap_or(named);
                     let top = line_indent(&f.src, *offset) == 0;
                     let id = match (&f.module, top) {
                         (Some(m), true) => format!("{m}:{name}"),
@@ -1038,7 +1164,10 @@ impl Linker<'_> {
                 }
             };
             let mut next_chain = chain.to_vec();
-            next_chain.push(format!("calls {id}{how}"));
+            next_chain.push(format!(
+                "calls {id}{how}{}",
+                stored_in.as_ref().map_or("", |(held, _)| held.as_str())
+            ));
             if self.is_triton_kernel(&callee) {
                 push(
                     search,
@@ -1070,7 +1199,7 @@ impl Linker<'_> {
                 )),
                 Callee::At { file, offset, .. } => {
                     let f = &self.text.files[*file];
-                    let name = call.rsplit('.').next().unwrap_or(call);
+                    let name = named.rsplit('.').next().unwrap_or(named);
                     f.module
                         .as_deref()
                         .filter(|_| line_indent(&f.src, *offset) == 0)
@@ -1139,6 +1268,19 @@ impl Linker<'_> {
                 },
                 search,
             );
+        }
+        if let Some((call, before)) = previous
+            && search.links.len() > before
+        {
+            search.linked_calls.insert(call.to_string());
+        }
+        // `gen_norm_module().run(x)`: the kernel module that call built, found through it.
+        for call in on_results {
+            let risky = returned_by(call).is_none_or(|made| !search.linked_calls.contains(made))
+                && self.hides_kernel(parsed, call);
+            search.unfollowed.add_as(risky, || {
+                format!("`{call}` is no code gatefix finds on the site")
+            });
         }
     }
 
@@ -1227,6 +1369,36 @@ impl Linker<'_> {
                 .as_ref()
                 .is_some_and(|m| self.code.has_module(&format!("{base}.{m}")));
         !on_site
+    }
+
+    /// Whether a call the search could not follow may launch a kernel the target lacks: not
+    /// a function of a package outside the site whose kernels are its own
+    /// (`[[own_kernels]]`: torch other than `torch.ops`, Python's standard library), not a
+    /// method of Python's containers or torch's tensors on an object gatefix cannot type
+    /// (`args.append`, `x.to`), nor one that no definition on the site has. Site code the
+    /// search could not pick (a name defined twice, a computed callee) and other libraries
+    /// outside the site (`deep_gemm.*`, a CuTe DSL helper) may.
+    fn hides_kernel(&self, parsed: &Parsed, call: &str) -> bool {
+        let (head, rest) = match call.split_once('.') {
+            Some((head, rest)) => (head, Some(rest)),
+            None => (call, None),
+        };
+        if !is_dotted_name(call) {
+            // A method of a computed value (`w.float().abs().max`): by its name alone.
+            let name = call.rsplit('.').next().unwrap_or(call);
+            let method = rest.is_some() && !name.is_empty() && is_dotted_name(name);
+            return !(method
+                && (self.rules.quiet.method(name) || self.rules.own_kernels.method(name)));
+        }
+        if let Some((base, _)) = parsed.imports().get(head) {
+            let root = base.split('.').next().unwrap_or(base);
+            let registered_op = root == "torch" && call.contains(".ops.");
+            return registered_op
+                || !(self.outside_receiver(parsed, call) && self.rules.own_kernels.package(root));
+        }
+        let name = call.rsplit('.').next().unwrap_or(call);
+        let library_method = self.rules.quiet.method(name) || self.rules.own_kernels.method(name);
+        rest.is_none() || !library_method && !self.text.defs(name).is_empty()
     }
 
     /// A call outside the site that `rules/quiet.toml` says launches nothing: a function,
@@ -1394,6 +1566,109 @@ impl Linker<'_> {
             _ => None,
         }
     }
+}
+
+/// The one function an attribute of `self` (or `cls`) holds, where `call` is that attribute
+/// and the module sets it only to plain names (`self._extend_fn = chunk_fwd`; `None` aside,
+/// the value before it is loaded): the name and the line of the first such store. Two
+/// different names, or any other value, and the callee is not known.
+fn stored_callable(src: &[u8], call: &str) -> Option<(String, u32)> {
+    let attribute = call
+        .strip_prefix("self.")
+        .or_else(|| call.strip_prefix("cls."))?;
+    if attribute.is_empty() || !attribute.bytes().all(is_word_byte) {
+        return None;
+    }
+    let needle = format!(".{attribute}");
+    let mut found: Option<(String, u32)> = None;
+    for at in memchr::memmem::find_iter(src, needle.as_bytes()) {
+        let end = at + needle.len();
+        if src.get(end).is_some_and(|b| is_word_byte(*b)) {
+            continue;
+        }
+        let receiver = &src[..at];
+        if !(receiver.ends_with(b"self") || receiver.ends_with(b"cls")) {
+            continue;
+        }
+        let rest = &src[end..];
+        let line_end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = rest[..line_end].trim_ascii();
+        let Some(value) = line.strip_prefix(b"=") else {
+            continue;
+        };
+        if value.starts_with(b"=") {
+            continue;
+        }
+        let value = value.trim_ascii();
+        let value = std::str::from_utf8(value).ok()?;
+        if value == "None" {
+            continue;
+        }
+        let dotted = !value.is_empty()
+            && value
+                .split('.')
+                .all(|part| !part.is_empty() && part.bytes().all(is_word_byte))
+            && !value.as_bytes()[0].is_ascii_digit();
+        if !dotted {
+            return None;
+        }
+        match &found {
+            Some((seen, _)) if seen != value => return None,
+            Some(_) => {}
+            None => {
+                let line = src[..at].iter().filter(|b| **b == b'\n').count() as u32 + 1;
+                found = Some((value.to_string(), line));
+            }
+        }
+    }
+    found
+}
+
+/// The call whose result `call` is a method of (`gen_norm_module` for
+/// `gen_norm_module().run`), where it is one.
+fn returned_by(call: &str) -> Option<&str> {
+    let (receiver, _) = call.rsplit_once('.')?;
+    if !receiver.ends_with(')') {
+        return None;
+    }
+    let callee = receiver.split('(').next()?;
+    is_dotted_name(callee)
+        .then_some(callee)
+        .filter(|c| !c.is_empty())
+}
+
+/// Whether an `import` statement anywhere in the file (a function's deferred import too)
+/// binds `name`: the name follows `import` with only names, commas, `as`, parentheses and
+/// whitespace between.
+fn imported_in(src: &[u8], name: &str) -> bool {
+    if name.is_empty() || !name.bytes().all(is_word_byte) {
+        return false;
+    }
+    memchr::memmem::find_iter(src, name.as_bytes()).any(|at| {
+        let end = at + name.len();
+        if at > 0 && is_word_byte(src[at - 1]) || src.get(end).is_some_and(|b| is_word_byte(*b)) {
+            return false;
+        }
+        let before = &src[at.saturating_sub(2_000)..at];
+        let Some(import) = memchr::memmem::rfind(before, b"import") else {
+            return false;
+        };
+        // Past a line end only inside the import's parentheses or after a backslash.
+        let mut open = false;
+        let mut continued = false;
+        before[import + b"import".len()..].iter().all(|&b| {
+            let ok = match b {
+                b'(' => !std::mem::replace(&mut open, true),
+                b'\n' => open || continued,
+                b')' => false,
+                _ => is_word_byte(b) || b" \t\r,\\".contains(&b),
+            };
+            if !b.is_ascii_whitespace() {
+                continued = b == b'\\';
+            }
+            ok
+        })
+    })
 }
 
 /// The short kind of a stop, from its words (what `--explain-unverified` counts).
