@@ -914,4 +914,37 @@ mod tests {
             );
         }
     }
+
+    /// `[[own_kernels]]`: top-level packages and method names whose kernels are their own
+    /// library's; not `torch.ops` (that is a package path, not a top-level name), not a
+    /// library that ships kernels of its own.
+    #[test]
+    fn own_kernels_are_top_level_packages_or_methods() {
+        let rules = Rules::load(None).unwrap();
+        let own = &rules.own_kernels;
+        assert!(own.package("torch") && own.package("copy") && own.package("importlib"));
+        assert!(!own.package("flashinfer") && !own.package("deep_gemm") && !own.package("cutlass"));
+        assert!(own.method("to") && own.method("contiguous") && !own.method("run"));
+        for (entry, says) in [
+            (
+                "packages = [\"torch.ops\"]\nsource = \"s\"",
+                "package `torch.ops`",
+            ),
+            ("methods = [\"a.b\"]\nsource = \"s\"", "method `a.b`"),
+            ("packages = [\"torch\"]\nsource = \"\"", "needs a `source`"),
+            ("source = \"s\"", "names no `packages` or `methods`"),
+        ] {
+            let err = Rules::default()
+                .add_file(
+                    Path::new("bad.toml"),
+                    &format!("[[own_kernels]]\n{entry}\n"),
+                )
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("bad.toml: [[own_kernels]] ") && err.contains(says),
+                "{err}"
+            );
+        }
+    }
 }

@@ -35,9 +35,10 @@ fn evidence(gate: &Value) -> Vec<String> {
 /// GPU (`is_blackwell_supported()` admits major 12 there); the flag is read in the layer
 /// communicator and, through the models' `_sglang_needs_allreduce_fusion`, runs flashinfer's
 /// trtllm allreduce fusion, whose JIT list in flashinfer 0.5.0 is [9, 10]: a trap at sm_120.
+/// Over flashinfer 0.7.2 (list [9, 10, 12]) it is no trap.
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
-fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072() {
+fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_no_trap_over_072() {
     let old = audit_wheels(&["sglang-0.5.5-", "flashinfer_python-0.5.0-"]);
     let site_gate = gate(
         &old,
@@ -73,21 +74,33 @@ fn sglang_055_fusion_auto_enable_is_a_trap_over_flashinfer_050_and_open_over_072
         "is_blackwell_supported()",
     );
     assert_eq!(site_gate["line"], 966);
-    assert_eq!(site_gate["verdict"]["sm_120"], "open", "{site_gate:#?}");
+    // Over 0.7.2 the kernel is there (its JIT list gained 12), but the communicator's
+    // branch also calls code gatefix does not read (a callee held in a local): no trap, and
+    // no `open` either until that part is read (`path-left-out`, naming the hop).
+    let chain = evidence(site_gate);
+    assert_eq!(site_gate["verdict"]["sm_120"], "unverified", "{chain:#?}");
     assert!(
-        evidence(site_gate)
+        chain
             .iter()
             .any(|e| e == "flashinfer/jit/comm.py:197 supported_major_versions=[9, 10, 12]")
+            && chain.iter().any(|e| e == "stop: path-left-out")
+            && chain.iter().any(|e| e.starts_with(
+                "not open: the kernels above are those of the part of the path gatefix read; it left out sglang/srt/layers/communicator.py:"
+            )),
+        "{chain:#?}"
     );
 }
 
 /// The hand-checked sample of tests/data/verdict-samples.toml for one package: a verdict
 /// checked right must not change; a wrong or doubtful one may change only to the verdict the
-/// check found (`hand`) or to `unverified`. Returns how many are still wrong, printing them.
-fn check_samples(package: &str, doc: &Value) -> usize {
+/// check found (`hand`) or to `unverified`; a right `open` or `opportunity` may become
+/// `unverified` only where its path was not read whole (`path-left-out`). Returns how many
+/// are still wrong and how many right ones that unread path took, printing them.
+fn check_samples(package: &str, doc: &Value) -> (usize, usize) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/verdict-samples.toml");
     let samples: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let mut still_wrong = 0;
+    let mut unread = 0;
     let mut checked = 0;
     let mut failures = Vec::new();
     for sample in samples["sample"].as_array().unwrap() {
@@ -109,7 +122,19 @@ fn check_samples(package: &str, doc: &Value) -> usize {
         let then = sample["gatefix"].as_str().unwrap();
         let reason = sample["reason"].as_str().unwrap();
         if sample["right"].as_bool() == Some(true) {
-            if now != then {
+            // An open or opportunity whose gated path was not read whole is no verdict
+            // (`path-left-out`): a loss, counted and printed, never a wrong verdict.
+            let left_out = found.is_some_and(|g| {
+                now == "unverified"
+                    && matches!(then, "open" | "opportunity")
+                    && evidence(g).iter().any(|e| e == "stop: path-left-out")
+            });
+            if left_out {
+                unread += 1;
+                eprintln!(
+                    "{package} sample right as {then}, now unverified (path-left-out): {file}:{line}"
+                );
+            } else if now != then {
                 failures.push(format!(
                     "{file}:{line}:{column} was checked right as {then}, now {now}: {reason}"
                 ));
@@ -129,8 +154,10 @@ fn check_samples(package: &str, doc: &Value) -> usize {
     // Every sample that moved the wrong way, not only the first.
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(checked, 40, "{package}: 40 samples");
-    eprintln!("{package}: {still_wrong} of 40 hand-checked verdicts still wrong or doubtful");
-    still_wrong
+    eprintln!(
+        "{package}: {still_wrong} of 40 hand-checked verdicts still wrong or doubtful; {unread} right ones unverified because their path was not read whole"
+    );
+    (still_wrong, unread)
 }
 
 /// Counts per verdict and per stop reason of the gates whose admission is yes or no; prints
@@ -182,9 +209,14 @@ fn decided_share_and_stop_reasons_at_sm120() {
     // PDL gates judged by the hardware); 352 of 2,374 (14.8%) on 2026-12-02 with Triton kernels, generic JIT specs, alternatives,
     // guards in the followed code, exits, checks and checker registries; 110 of 1,959 (5.6%)
     // on 2026-12-01 with L5 (CuTe DSL admission); 92 before it.
-    assert!(decided >= 680, "{decided}/{admitted}");
-    // 14 of the 40 were wrong or doubtful when checked (2026-12-02): the issue wants none.
-    assert!(check_samples("sglang", &sglang) <= 14);
+    // 514 of 3,089 (16.6%) on 2026-12-06 once `open` and `opportunity` need the whole path
+    // read (741 before: 232 of them had kernels found beside a hop left unread, `path-left-out`).
+    assert!(decided >= 510, "{decided}/{admitted}");
+    // 14 of the 40 were wrong or doubtful when checked (2026-12-02), 9 on 2026-12-06, 4 once
+    // the path must be read whole; that rule took 8 right ones to `unverified`. The issue
+    // wants none wrong.
+    let (wrong, unread) = check_samples("sglang", &sglang);
+    assert!(wrong <= 4 && unread <= 8, "{wrong} wrong, {unread} unread");
     // L5 decides: flashinfer's SM100 GDN prefill builds tcgen05 MMAs (through the kernel class
     // of another module), which admit the sm_100f/sm_110f families only; and the masked
     // grouped GEMM sends every major >= 10, sm_120 included, to its SM100 kernel: a trap.
@@ -242,10 +274,13 @@ fn decided_share_and_stop_reasons_at_sm120() {
     // after torch ops stopped taking the weakest of a package's libraries (false traps, such
     // as marlin_gemm, whose library carries sm_120 SASS) and triton's docstrings stopped
     // making `tl.static_range` a kernel.
-    assert!(decided >= 465, "{decided}/{admitted}");
+    // 366 of 2,744 (13.3%) on 2026-12-06 with the whole path read (499 before).
+    assert!(decided >= 360, "{decided}/{admitted}");
     // 16 of the 40 were wrong or doubtful when checked; 14 after the torch-op libraries and
-    // triton's docstrings were fixed.
-    assert!(check_samples("vllm", &vllm) <= 14);
+    // triton's docstrings were fixed, 9 on 2026-12-06, 3 with the whole path read (9 right
+    // ones went to `unverified`).
+    let (wrong, unread) = check_samples("vllm", &vllm);
+    assert!(wrong <= 3 && unread <= 9, "{wrong} wrong, {unread} unread");
 }
 
 /// flashinfer 0.7.2's Rubin switch (`get_compute_capability(device) == (10, 7)` choosing
@@ -277,4 +312,55 @@ fn flashinfer_072_rubin_switch_is_not_an_opportunity_over_fetched_cubins() {
         )),
         "{chain:#?}"
     );
+}
+
+/// An upstream narrowing as a before/after test. sglang 0.5.23 narrowed the CuTe DSL GDN and
+/// KDA prefill checks from `major >= 10` (`_is_blackwell`) to `major == 10` (`_is_sm10x`:
+/// "SM120 (desktop Blackwell) lacks tcgen05 despite its larger capability number"). The
+/// prefill kernels behind `if not self.supports_prefill: raise` build tcgen05 MMAs through raw
+/// NVVM helpers (`sglang/kernels/ops/attention/cute_utils/_tcgen05.py`) that gatefix's DSL
+/// layer does not read, while the Triton helpers on the same path build for sm_120. Before the
+/// fix (0.5.22) the check must not be `open` at sm_120, and after it (0.5.23) it must not be an
+/// opportunity, which would offer to undo upstream's fix: both are `unverified`, naming a hop
+/// of the path that was not read (`path-left-out`).
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn sglang_0522_cute_dsl_prefill_checks_are_neither_open_nor_reopened_after_0523_narrowed_them() {
+    let before = audit_wheels(&[
+        "sglang-0.5.22-",
+        "flashinfer_python-0.7.2-py",
+        "triton-3.5.1-",
+    ]);
+    let after = audit_wheels(&[
+        "sglang-0.5.23-",
+        "flashinfer_python-0.7.2-py",
+        "triton-3.5.1-",
+    ]);
+    for (doc, release, admits) in [(&before, "0.5.22", "no"), (&after, "0.5.23", "yes")] {
+        for (kind, class) in [("gdn", "CuteDSLGDNKernel"), ("kda", "CuteDSLKDAKernel")] {
+            let check = gate(
+                doc,
+                &format!("sglang/srt/layers/attention/linear/kernels/{kind}_cutedsl.py"),
+                &format!("{class}._ensure_extend_loaded"),
+                "not self.supports_prefill",
+            );
+            let chain = evidence(check);
+            // 0.5.22 raises only below major 10; 0.5.23 raises at sm_120 too.
+            assert_eq!(
+                check["admits"]["sm_120"], admits,
+                "{release} {kind}: {chain:#?}"
+            );
+            assert_eq!(
+                check["verdict"]["sm_120"], "unverified",
+                "{release} {kind}: {chain:#?}"
+            );
+            assert!(
+                chain.iter().any(|e| e == "stop: path-left-out")
+                    && chain
+                        .iter()
+                        .any(|e| e.contains("_ensure_extend_loaded(); followed the code after it")),
+                "{release} {kind}: {chain:#?}"
+            );
+        }
+    }
 }

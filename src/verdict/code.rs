@@ -512,6 +512,25 @@ fn read_import(
         };
         imports.insert(local.into(), (from.clone(), Some(member.into())));
     }
+    // `from .parallel_state import *`: kept under a key no identifier can be (`*` and the
+    // module), for `star_imports`.
+    let mut cursor = node.walk();
+    if node
+        .named_children(&mut cursor)
+        .any(|child| child.kind() == "wildcard_import")
+    {
+        imports.insert(format!("*{from}"), (from, None));
+    }
+}
+
+/// The modules a module imports everything from (`from x import *`), from its imports.
+pub(crate) fn star_imports(
+    imports: &HashMap<String, (String, Option<String>)>,
+) -> impl Iterator<Item = &str> {
+    imports
+        .iter()
+        .filter(|(local, _)| local.starts_with('*'))
+        .map(|(_, (from, _))| from.as_str())
 }
 
 /// `..x` inside `a.b.c` (a module, not a package) is `a.x`.

@@ -252,9 +252,18 @@ impl Reader<'_> {
         let (Some(origin), Some(here)) = (origin.module.as_deref(), file.module.as_deref()) else {
             return false;
         };
-        self.code.module(here).is_some_and(|p| {
-            p.imports().get(name) == Some(&(origin.to_string(), Some(name.to_string())))
-        })
+        // Imported from the defining module, or from a package above it that re-exports it
+        // (`from sglang.srt.utils import f` for `sglang/srt/utils/common.py`).
+        self.code
+            .module(here)
+            .and_then(|p| p.imports().get(name).cloned())
+            .is_some_and(|(from, member)| {
+                member.as_deref() == Some(name)
+                    && (from == origin
+                        || origin
+                            .strip_prefix(from.as_str())
+                            .is_some_and(|rest| rest.starts_with('.')))
+            })
     }
 
     fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
@@ -660,8 +669,17 @@ impl Reader<'_> {
             }
         }
         // `if not self.supported: raise ...` in a check its callers call first: the code
-        // after each call runs only where the flag holds, as after a gate's own raise.
-        if ends_with_raise(consequence)
+        // after each call runs only where the flag holds, as after a gate's own raise. Only
+        // a test standing in the function's own body: one nested under another condition
+        // (`if backend == "x": if not flag: raise`) does not make the function a check.
+        let in_body = statement.kind() == "if_statement"
+            && statement
+                .parent()
+                .filter(|block| block.kind() == "block")
+                .and_then(|block| block.parent())
+                .is_some_and(|f| f.kind() == "function_definition");
+        if in_body
+            && ends_with_raise(consequence)
             && let Some((name, _)) = enclosing_function(statement)
         {
             out.push(Hop::Flag {

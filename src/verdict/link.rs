@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::code::{
     Code, Condition, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with,
-    gated_branch,
+    gated_branch, star_imports,
 };
 use super::flow::{Guard, Hop, Reader};
 use super::site_text::{SiteText, is_word_byte};
@@ -1390,14 +1390,25 @@ impl Linker<'_> {
             return !(method
                 && (self.rules.quiet.method(name) || self.rules.own_kernels.method(name)));
         }
-        if let Some((base, _)) = parsed.imports().get(head) {
-            let root = base.split('.').next().unwrap_or(base);
-            let registered_op = root == "torch" && call.contains(".ops.");
-            return registered_op
-                || !(self.outside_receiver(parsed, call) && self.rules.own_kernels.package(root));
-        }
         let name = call.rsplit('.').next().unwrap_or(call);
         let library_method = self.rules.quiet.method(name) || self.rules.own_kernels.method(name);
+        if let Some((base, _)) = parsed.imports().get(head) {
+            // Whether or not the package is installed in the site (a venv holds torch), its
+            // functions launch its own kernels only.
+            let root = base.split('.').next().unwrap_or(base);
+            let registered_op = root == "torch" && call.contains(".ops.");
+            if registered_op {
+                return true;
+            }
+            if self.rules.own_kernels.package(root) {
+                return false;
+            }
+            // `envs.SGLANG_X.get()`: a library method of an object a site module holds.
+            return !(library_method && call.matches('.').count() >= 2);
+        }
+        if head == "builtins" || head == "object" {
+            return false;
+        }
         rest.is_none() || !library_method && !self.text.defs(name).is_empty()
     }
 
@@ -1472,7 +1483,33 @@ impl Linker<'_> {
                 how: format!("the top-level def {name}, the only file defining it"),
             });
         }
-        None
+        // A plain call (no receiver) of a top-level function that a vendored copy defines
+        // again elsewhere (`sglang.srt.distributed.parallel_state` and
+        // `sglang.multimodal_gen.runtime.distributed.parallel_state`): the one in the package
+        // closest to the caller, where one is closer than every other and shares more than
+        // the top-level package with it.
+        if call.contains('.') {
+            return None;
+        }
+        let shared = |(f, _): &&(usize, usize)| -> usize {
+            let module = self.text.files[*f].module.as_deref().unwrap_or("");
+            module
+                .split('.')
+                .zip(parsed.module.split('.'))
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let best = top.iter().map(shared).max()?;
+        let closest: Vec<&&(usize, usize)> = top.iter().filter(|d| shared(d) == best).collect();
+        if best < 2 || closest.len() != 1 {
+            return None;
+        }
+        let (file, offset) = **closest[0];
+        Some(Callee::At {
+            file,
+            offset,
+            how: format!("the top-level def {name} in the package closest to the caller"),
+        })
     }
 
     fn torch_op_library(&self, call: &str) -> Option<Requirement> {
@@ -1563,7 +1600,16 @@ impl Linker<'_> {
         }
         match parsed.imports().get(name) {
             Some((next, Some(member))) if depth < 4 => self.lookup(next, member, depth + 1),
-            _ => None,
+            Some(_) => None,
+            // A package that re-exports its modules whole (`from .parallel_state import *`
+            // in `sglang/srt/distributed/__init__.py`): the first of them that has the name.
+            None if depth < 4 => {
+                let mut from: Vec<&str> = star_imports(parsed.imports()).collect();
+                from.sort_unstable();
+                from.into_iter()
+                    .find_map(|next| self.lookup(next, name, depth + 1))
+            }
+            None => None,
         }
     }
 }
