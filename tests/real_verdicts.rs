@@ -317,15 +317,15 @@ fn flashinfer_072_rubin_switch_is_not_an_opportunity_over_fetched_cubins() {
 /// An upstream narrowing as a before/after test. sglang 0.5.23 narrowed the CuTe DSL GDN and
 /// KDA prefill checks from `major >= 10` (`_is_blackwell`) to `major == 10` (`_is_sm10x`:
 /// "SM120 (desktop Blackwell) lacks tcgen05 despite its larger capability number"). The
-/// prefill kernels behind `if not self.supports_prefill: raise` build tcgen05 MMAs through raw
-/// NVVM helpers (`sglang/kernels/ops/attention/cute_utils/_tcgen05.py`) that gatefix's DSL
-/// layer does not read, while the Triton helpers on the same path build for sm_120. Before the
-/// fix (0.5.22) the check must not be `open` at sm_120, and after it (0.5.23) it must not be an
-/// opportunity, which would offer to undo upstream's fix: both are `unverified`, naming a hop
-/// of the path that was not read (`path-left-out`).
+/// prefill kernels behind `if not self.supports_prefill: raise` (reached through the function
+/// `_ensure_extend_loaded` stores on `self._extend_fn`) drive tcgen05 through MLIR's `nvvm`
+/// dialect (`sglang/kernels/ops/attention/cute_utils/_tcgen05.py`), which the PTX ISA gives
+/// to sm_100a/101a/103a/110a and their families only. Before the fix (0.5.22) the check lets
+/// sm_120 onto them: a trap; after it (0.5.23) it keeps sm_120 off: a wall, not an
+/// opportunity that would offer to undo upstream's fix.
 #[test]
 #[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
-fn sglang_0522_cute_dsl_prefill_checks_are_neither_open_nor_reopened_after_0523_narrowed_them() {
+fn sglang_0522_cute_dsl_prefill_checks_are_traps_that_0523_narrowed_to_walls() {
     let before = audit_wheels(&[
         "sglang-0.5.22-",
         "flashinfer_python-0.7.2-py",
@@ -336,8 +336,14 @@ fn sglang_0522_cute_dsl_prefill_checks_are_neither_open_nor_reopened_after_0523_
         "flashinfer_python-0.7.2-py",
         "triton-3.5.1-",
     ]);
-    for (doc, release, admits) in [(&before, "0.5.22", "no"), (&after, "0.5.23", "yes")] {
-        for (kind, class) in [("gdn", "CuteDSLGDNKernel"), ("kda", "CuteDSLKDAKernel")] {
+    for (doc, release, admits, verdict) in [
+        (&before, "0.5.22", "no", "trap"),
+        (&after, "0.5.23", "yes", "wall"),
+    ] {
+        for (kind, class, kernel) in [
+            ("gdn", "CuteDSLGDNKernel", "Sm100ChunkUWKernel"),
+            ("kda", "CuteDSLKDAKernel", "Sm100KdaChunkUWKernel"),
+        ] {
             let check = gate(
                 doc,
                 &format!("sglang/srt/layers/attention/linear/kernels/{kind}_cutedsl.py"),
@@ -351,14 +357,17 @@ fn sglang_0522_cute_dsl_prefill_checks_are_neither_open_nor_reopened_after_0523_
                 "{release} {kind}: {chain:#?}"
             );
             assert_eq!(
-                check["verdict"]["sm_120"], "unverified",
+                check["verdict"]["sm_120"], verdict,
                 "{release} {kind}: {chain:#?}"
             );
+            let needs = format!(
+                "needs CuTe DSL kernel sglang.kernels.ops.attention.linear.{kind}_blackwell.kernel_kkt_inv_uw:{kernel}: MISSING at sm_120"
+            );
             assert!(
-                chain.iter().any(|e| e == "stop: path-left-out")
-                    && chain
-                        .iter()
-                        .any(|e| e.contains("_ensure_extend_loaded(); followed the code after it")),
+                chain.contains(&needs)
+                    && chain.iter().any(|e| e.starts_with("L5 DSL admission ")
+                        && e.contains(" builds nvvm.tcgen05 through ")
+                        && e.ends_with("does not admit sm_120a")),
                 "{release} {kind}: {chain:#?}"
             );
         }

@@ -641,6 +641,7 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
     let gates = doc["gates"].as_array().unwrap();
     let table: Vec<(u64, Vec<&str>)> = gates
         .iter()
+        .filter(|g| g["file"] == "gemmlib/gemm.py")
         .map(|g| {
             let at = |t: &str| g["verdict"][t].as_str().unwrap();
             (
@@ -669,6 +670,31 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
                 cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma \
                 (cutlass/cute/nvgpu/tcgen05/mma.py:20 admits [sm_100a, sm_103a]): \
                 does not admit sm_120a"),
+        "{evidence:#?}"
+    );
+}
+
+/// L5 for kernels that drive tcgen05 through MLIR's `nvvm` dialect (`nvvm.tcgen05_alloc`,
+/// wrapped in a module of their own as sglang 0.5.22's `cute_utils/_tcgen05.py` does) rather
+/// than through a CuTe op: the PTX ISA gives tcgen05 to sm_100a/101a/103a/110a and their
+/// families only, so a gate that lets sm_120 onto such a kernel is a trap.
+#[test]
+fn kernels_calling_tcgen05_intrinsics_need_a_target_with_tcgen05() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
+    let doc = json_at(&site, &["sm_90", "sm_100", "sm_120", "sm_121"]);
+    let gate = gate_at(&doc, "rawlib/api.py", 11);
+    let at = |t: &str| gate["verdict"][t].as_str().unwrap().to_string();
+    assert_eq!(
+        [at("sm_90"), at("sm_100"), at("sm_120"), at("sm_121")],
+        ["wall", "open", "trap", "trap"],
+        "{gate:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "rawlib/api.py", 11);
+    assert!(
+        evidence.iter().any(|e| e.starts_with("L5 DSL admission rawlib/prefill.py:")
+            && e.contains("ChunkPrefillKernel builds nvvm.tcgen05 through rawlib.tmem.")
+            && e.contains("(the PTX ISA (`tcgen05_*` intrinsics of the `nvvm` dialect) admits [sm_100a, sm_100f")
+            && e.ends_with("does not admit sm_120a")),
         "{evidence:#?}"
     );
 }

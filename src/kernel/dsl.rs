@@ -14,6 +14,11 @@
 //!   `<namespace>.<Op>(` or an op imported from `...nvgpu.<namespace>`, or a definition that
 //!   does (a DSL helper, a kernel class, a definition of the same module; up to four levels).
 //!
+//! - NVVM intrinsics a kernel calls through MLIR's `nvvm` dialect (`nvvm.tcgen05_mma(...)`),
+//!   counted as the op `nvvm.<family>` with the targets the PTX ISA gives the instructions
+//!   (`NVVM_INTRINSICS`); a module that calls them itself is a wrapper of instructions, and its
+//!   functions are part of the kernels that call them (sglang's `cute_utils/_tcgen05.py`).
+//!
 //! The DSL's arch for a GPU is `sm_<major><minor>a` from compute capability 9.0 up, plain
 //! below (`detect_gpu_arch` in `cutlass/base_dsl/env_manager.py`); `is_family_of(X)` holds
 //! for the same major, a minor at least X's, and an `a`/`f` suffix (`cutlass/base_dsl/arch.py`;
@@ -124,6 +129,17 @@ pub struct Op {
     pub admission: Admission,
 }
 
+impl Op {
+    /// Where its admission is declared: `file:line`, or the document an intrinsic's comes
+    /// from.
+    fn declared_at(&self) -> String {
+        match self.line {
+            0 => self.file.clone(),
+            line => format!("{}:{line}", self.file),
+        }
+    }
+}
+
 /// An op a kernel module builds, directly or through a helper function.
 #[derive(Debug, Clone)]
 pub struct OpUse {
@@ -153,6 +169,19 @@ struct ClassDef {
     /// A `if not <arch test>:` in the class (a `__post_init__` check raising OpError).
     check: Option<(u32, Admission)>,
 }
+
+/// NVVM intrinsics by name prefix: the op key they are counted under, and the targets whose
+/// PTX has their instructions. `tcgen05.*` (the fifth-generation tensor core and its tensor
+/// memory): "requires sm_100a, sm_101a, sm_103a" and the `f` family targets of those
+/// (PTX ISA 8.8, section 9.7.16, Target ISA notes; sm_101 is renumbered sm_110 in CUDA 13).
+/// sm_120 and sm_121 have no tcgen05.
+const NVVM_INTRINSICS: &[(&str, &str, &[&str])] = &[(
+    "nvvm.tcgen05",
+    "tcgen05_",
+    &[
+        "sm_100a", "sm_100f", "sm_101a", "sm_101f", "sm_103a", "sm_103f", "sm_110a", "sm_110f",
+    ],
+)];
 
 /// At most this many bytes of a file are read (generated tables are not DSL code).
 const MAX_FILE_BYTES: usize = 2 << 20;
@@ -202,8 +231,21 @@ impl DslIndex {
                 }
             }
         }
-        if !index.ops.values().any(|op| op.admission != Admission::Any) {
-            return index;
+        // The NVVM intrinsics a kernel may call directly, through MLIR's `nvvm` dialect
+        // (`nvvm.tcgen05_mma(...)`, sglang's `cute_utils/_tcgen05.py`), with the targets the
+        // PTX ISA gives their instructions.
+        for (key, prefix, archs) in NVVM_INTRINSICS {
+            index.ops.insert(
+                key.to_string(),
+                Op {
+                    key: key.to_string(),
+                    file: format!("the PTX ISA (`{prefix}*` intrinsics of the `nvvm` dialect)"),
+                    line: 0,
+                    admission: Admission::List(
+                        archs.iter().filter_map(|a| DslArch::parse(a)).collect(),
+                    ),
+                },
+            );
         }
         let namespaces: Vec<String> = by_namespace.keys().cloned().collect();
         let op_names: HashSet<&str> = index
@@ -240,6 +282,13 @@ impl DslIndex {
         // imported as `cutlass.utils.x`: it is known by both names.
         type Key = (String, String);
         let mut built: HashMap<Key, Vec<OpUse>> = HashMap::new();
+        // Modules that call NVVM intrinsics themselves: thin wrappers of instructions
+        // (`_tcgen05.alloc`), part of whatever kernel calls them.
+        let intrinsic_wrappers: HashSet<&str> = builders
+            .iter()
+            .filter(|b| b.uses.iter().any(|u| u.op.starts_with("nvvm.")))
+            .map(|b| b.module)
+            .collect();
         let mut aliases: HashMap<String, String> = HashMap::new();
         for builder in &builders {
             if let Some(at) = builder.module.rfind(".cutlass.") {
@@ -267,7 +316,8 @@ impl DslIndex {
                     // definitions of its own module.
                     let part_of_kernel = module == builder.module
                         || module.split('.').any(|segment| segment == "cutlass")
-                        || function.starts_with(|c: char| c.is_ascii_uppercase());
+                        || function.starts_with(|c: char| c.is_ascii_uppercase())
+                        || intrinsic_wrappers.contains(module.as_str());
                     if !part_of_kernel {
                         continue;
                     }
@@ -724,6 +774,10 @@ fn calls(
             None => (None, name),
         };
         let op = match qualifier {
+            Some(q) if q == "nvvm" || q.ends_with(".nvvm") => NVVM_INTRINSICS
+                .iter()
+                .find(|(_, prefix, _)| last.starts_with(prefix))
+                .map(|(key, _, _)| key.to_string()),
             Some(q) if op_names.contains(last) => {
                 let ns = q.rsplit('.').next().unwrap_or(q);
                 Some(format!("{ns}.{last}")).filter(|k| ops.contains_key(k))
@@ -977,11 +1031,10 @@ impl DslIndex {
                     .map(|v| format!(" through {v}"))
                     .unwrap_or_default();
                 format!(
-                    "{file}:{} {group} builds {}{via} ({}:{} admits {}): {word} {}",
+                    "{file}:{} {group} builds {}{via} ({} admits {}): {word} {}",
                     u.line,
                     op.key,
-                    op.file,
-                    op.line,
+                    op.declared_at(),
                     op.admission.words(),
                     arch.name()
                 )
@@ -1133,6 +1186,8 @@ class MmaMXF4Op(MmaSM120BlockScaledOp):
         assert_eq!(
             keys,
             vec![
+                // Not a class: the NVVM intrinsics the PTX ISA admits, on every site.
+                "nvvm.tcgen05",
                 "tcgen05.BlockScaledMmaOp",
                 "tcgen05.MmaF16BF16Op",
                 "tcgen05.MmaMXF4Op",

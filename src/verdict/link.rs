@@ -1565,6 +1565,21 @@ impl Linker<'_> {
         if parsed.defs.contains_key(call) {
             return Some((parsed.module.clone(), call.to_string()));
         }
+        // `Sm100ChunkUWKernel.compile(...)`: a method of a class the module defines, or
+        // imports by name (a CuTe DSL kernel class is judged by the ops it builds).
+        if let [class, method] = parts.as_slice()
+            && class.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            if parsed.defs.contains_key(*class) {
+                return Some((parsed.module.clone(), format!("{class}.{method}")));
+            }
+            if let Some((base, Some(member))) = parsed.imports().get(*class)
+                && !self.code.has_module(&format!("{base}.{member}"))
+                && let Some((module, name)) = self.lookup(base, member, 0)
+            {
+                return Some((module, format!("{name}.{method}")));
+            }
+        }
         let (base, member) = parsed.imports().get(parts[0])?;
         let mut module = base.clone();
         let mut rest: Vec<&str> = parts[1..].to_vec();

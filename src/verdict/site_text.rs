@@ -246,7 +246,11 @@ mod tests {
             vec![
                 "cutlass.utils.blackwell_helpers",
                 "gemmlib.kernels.gemm_sm100",
-                "gemmlib.kernels.gemm_sm120"
+                "gemmlib.kernels.gemm_sm120",
+                // Its kernel class through the wrappers of tcgen05 intrinsics, and the
+                // wrappers themselves.
+                "rawlib.prefill",
+                "rawlib.tmem",
             ]
         );
         assert_eq!(
