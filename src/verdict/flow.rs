@@ -246,10 +246,8 @@ impl Reader<'_> {
         if defs.iter().any(|(f, _)| *f == at) {
             return false;
         }
-        let Some(origin) = self.text.files.iter().find(|f| f.path == path) else {
-            return false;
-        };
-        let (Some(origin), Some(here)) = (origin.module.as_deref(), file.module.as_deref()) else {
+        let (Some(origin), Some(here)) = (Code::module_of_file(path), file.module.as_deref())
+        else {
             return false;
         };
         // Imported from the defining module, or from a package above it that re-exports it

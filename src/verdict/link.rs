@@ -12,7 +12,7 @@ use super::code::{
     gated_branch, star_imports,
 };
 use super::flow::{Guard, Hop, Reader};
-use super::site_text::{SiteText, is_word_byte};
+use super::site_text::{Hit, SiteText, is_word_byte};
 use crate::gate::predicate::Form;
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::jit::JitIndex;
@@ -816,9 +816,22 @@ impl Linker<'_> {
             if keys.is_empty() {
                 break;
             }
-            let names: Vec<String> = keys.iter().map(|k| k.name().to_string()).collect();
+            // Keys of one name (a helper two modules define, an attribute two classes store)
+            // share one text search.
+            let mut names: Vec<String> = keys.iter().map(|k| k.name().to_string()).collect();
+            names.sort_unstable();
+            names.dedup();
             let clock = std::time::Instant::now();
-            let hits = self.text.find_words(&names);
+            let found = self.text.find_words(&names);
+            let hits: Vec<&Vec<Hit>> = keys
+                .iter()
+                .map(|k| {
+                    let at = names
+                        .binary_search_by(|n| n.as_str().cmp(k.name()))
+                        .expect("a searched name");
+                    &found[at]
+                })
+                .collect();
             if std::env::var_os("GATEFIX_TIMINGS").is_some() {
                 eprintln!(
                     "verdicts: flow round {_round}: {} flags, text search {:?}",
