@@ -74,6 +74,14 @@ struct RuleFile {
     own_kernels: Vec<OwnKernelsToml>,
 }
 
+/// A Python identifier: a letter or `_`, then letters, digits or `_`.
+fn is_identifier(part: &str) -> bool {
+    part.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
 /// `[[own_kernels]]` as written (`rules/quiet.toml`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -608,17 +616,11 @@ impl Rules {
             });
         }
         for quiet in file.quiet {
-            let identifier = |part: &str| {
-                part.chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
-            };
             let bad_function = quiet.functions.iter().find(|f| {
                 let name = f.strip_suffix(".*").unwrap_or(f);
-                !name.contains('.') && !f.ends_with(".*") || !name.split('.').all(identifier)
+                !name.contains('.') && !f.ends_with(".*") || !name.split('.').all(is_identifier)
             });
-            let bad_method = quiet.methods.iter().find(|m| !identifier(m));
+            let bad_method = quiet.methods.iter().find(|m| !is_identifier(m));
             let problem = if quiet.source.trim().is_empty() {
                 Some("needs a `source`".to_string())
             } else if quiet.functions.is_empty() && quiet.methods.is_empty() {
@@ -644,22 +646,16 @@ impl Rules {
             self.quiet.methods.extend(quiet.methods);
         }
         for own in file.own_kernels {
-            let identifier = |part: &str| {
-                part.chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_')
-                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
-            };
             let problem = if own.source.trim().is_empty() {
                 Some("needs a `source`".to_string())
             } else if own.packages.is_empty() && own.methods.is_empty() {
                 Some("names no `packages` or `methods`".to_string())
-            } else if let Some(p) = own.packages.iter().find(|p| !identifier(p)) {
+            } else if let Some(p) = own.packages.iter().find(|p| !is_identifier(p)) {
                 Some(format!("package `{p}` is no top-level package name"))
             } else {
                 own.methods
                     .iter()
-                    .find(|m| !identifier(m))
+                    .find(|m| !is_identifier(m))
                     .map(|m| format!("method `{m}` is no identifier"))
             };
             if let Some(problem) = problem {
