@@ -7,8 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gatefix::gate::index::{ModuleIndex, module_name};
+use gatefix::gate::ir::SharedModule;
+use gatefix::gate::resolve::Resolver;
+use gatefix::gate::sites::resolve_module;
+use gatefix::gate::tokens::resolve_tokens;
 use gatefix::rules::Rules;
-use gatefix::scan::{Gate, ScanOptions, scan_with};
+use gatefix::scan::{Gate, ScanOptions, python_files, scan_with};
 use gatefix::site::Site;
 
 const ROOT: &str = "testdata/resolve";
@@ -256,4 +261,72 @@ fn describe_owned(predicate: &str, assumes: &Option<String>) -> String {
         Some(name) => format!("({name}) {predicate}"),
         None => predicate.to_string(),
     }
+}
+
+/// Every module of the fixtures resolved on a resolver of its own, as the scan resolves
+/// them: each record as text (module, line, form, predicate, assumption), and how many
+/// values each module's resolver computed afresh.
+fn resolve_every_module(replay: bool) -> (Vec<String>, BTreeMap<String, u64>) {
+    let root = Path::new(ROOT);
+    let rules = Rules::load(None).unwrap();
+    let files = python_files(root, &mut Vec::new());
+    let tokens = resolve_tokens(&rules.resolve_names());
+    let index = ModuleIndex::new(root, &files, tokens.clone());
+    let modules: Vec<SharedModule> = files
+        .iter()
+        .filter_map(|file| module_name(file))
+        .filter_map(|(module, _)| index.get(&module))
+        .collect();
+    index.set_callers(modules.iter());
+    let mut records = Vec::new();
+    let mut computations = BTreeMap::new();
+    for module in &modules {
+        let resolver = Resolver::new(&index, &rules, tokens.clone());
+        let resolver = if replay {
+            resolver
+        } else {
+            resolver.without_replays()
+        };
+        for site in resolve_module(&resolver, module) {
+            records.push(format!(
+                "{}:{} {:?} {} {:?}",
+                module.module,
+                module.sites[site.site_index].start.0,
+                site.form,
+                site.predicate,
+                site.assumes
+            ));
+        }
+        computations.insert(module.module.clone(), resolver.computations());
+    }
+    (records, computations)
+}
+
+/// Values cut short (by the depth limit, a cycle) are replayed from where they were computed
+/// rather than worked out again (`resolve::Replay`): exact by construction, so every record of
+/// every fixture is the same with and without, and the fixtures compute less with.
+#[test]
+fn replaying_values_cut_short_changes_no_record() {
+    let (replayed, fewer) = resolve_every_module(true);
+    let (recomputed, more) = resolve_every_module(false);
+    assert!(replayed.len() > 100, "{} records", replayed.len());
+    assert_eq!(replayed, recomputed);
+    // A chain of locals read past the depth limit: each link read twice per read of the
+    // next, so without replays the links near the end are worked out ~2**n times.
+    let chain = |counts: &BTreeMap<String, u64>| counts["deep_local_chain"];
+    let total = |counts: &BTreeMap<String, u64>| counts.values().sum::<u64>();
+    eprintln!(
+        "computations with replays / without: deep_local_chain {} / {}, every fixture {} / {}",
+        chain(&fewer),
+        chain(&more),
+        total(&fewer),
+        total(&more)
+    );
+    assert!(
+        chain(&fewer) * 10 < chain(&more),
+        "deep_local_chain: {} computations with replays, {} without",
+        chain(&fewer),
+        chain(&more)
+    );
+    assert!(total(&fewer) < total(&more));
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -161,6 +162,7 @@ pub struct Resolver<'a> {
     /// The form tokens alone: an attribute named like a gate (`x.is_sm100`) on an object
     /// gatefix cannot follow is unknown; one named like a rule fact (`tensor.is_cuda`) is not.
     form_tokens: &'static Tokens,
+    shared: MemoShared,
     globals: Memo<(String, String), Option<Val>>,
     locals: Memo<LocalKey, Val>,
     /// A local read's value by the bindings that reach it (`SemanticModel::reaching`): reads
@@ -216,6 +218,9 @@ thread_local! {
     /// The lowest `LEVEL` at which a local read that depends on itself was opened, among
     /// those cut since the innermost open memoised computation began (`u32::MAX`: none).
     static CYCLE_FLOOR: std::cell::Cell<u32> = const { std::cell::Cell::new(u32::MAX) };
+    /// A hash of what is open on this thread (`IN_PROGRESS`, `LOCALS_IN_PROGRESS` with
+    /// levels, `PARAMS_IN_PROGRESS`): part of a computation's `Stance`.
+    static OPEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Parameters whose callers are being read (a recursive function reads itself).
     static PARAMS_IN_PROGRESS: std::cell::RefCell<FxHashSet<(usize, usize, usize)>> =
         std::cell::RefCell::new(FxHashSet::default());
@@ -256,11 +261,156 @@ fn with_assumptions<T>(compute: impl FnOnce() -> T) -> (T, Vec<String>) {
     (val, made)
 }
 
-/// A memo table: values by key, each with what was assumed computing it (`memoised`).
-/// Memo tables are hashed with FxHash: their keys are small tuples, offsets and pointers
-/// (and the reaching bindings of a local read, hashed at every read), looked up millions of
-/// times per audit, never chosen by an attacker; SipHash was 3% of the audit's CPU.
-type Memo<K, T> = Mutex<FxHashMap<K, (T, Vec<String>)>>;
+/// A memo table: values by key, each with what was assumed computing it (`memoised`), and
+/// beside them the values that depend on where the resolver stood, by that stance
+/// (`Replay`). Memo tables are hashed with FxHash: their keys are small tuples, offsets and
+/// pointers (and the reaching bindings of a local read, hashed at every read), looked up
+/// millions of times per audit, never chosen by an attacker; SipHash was 3% of the audit's
+/// CPU.
+struct Memo<K, T> {
+    kept: Mutex<FxHashMap<K, (T, Vec<String>)>>,
+    replays: Mutex<FxHashMap<K, Replays<T>>>,
+}
+
+impl<K, T> Default for Memo<K, T> {
+    fn default() -> Self {
+        Memo {
+            kept: Mutex::new(FxHashMap::default()),
+            replays: Mutex::new(FxHashMap::default()),
+        }
+    }
+}
+
+/// A key's values cut short, by where each was computed.
+type Replays<T> = Vec<(Stance, Replay<T>)>;
+
+/// Everything a computation's value can depend on besides its key and the code: how deep it
+/// starts (`MAX_DEPTH`), how many frames and memoised computations are open around it, what
+/// is open on this thread (the cycle checks' sets), and what the memo tables held (their
+/// resolver's count of kept values: a value kept since could be a hit that a computation
+/// afresh would read instead of working out, and resolve further).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stance {
+    depth: u32,
+    frames: u32,
+    level: u32,
+    open: u64,
+    kept: u64,
+}
+
+impl Stance {
+    fn now(depth: u32, shared: &MemoShared) -> Stance {
+        Stance {
+            depth,
+            frames: FRAMES.with(|f| f.get()),
+            level: LEVEL.with(|l| l.get()),
+            open: OPEN.with(|o| o.get()),
+            kept: shared.kept.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What one resolver's memo tables share.
+#[derive(Debug)]
+struct MemoShared {
+    /// How many values they kept (`Stance`).
+    kept: AtomicU64,
+    /// How many computations ran afresh (not kept, not replayed): for tests.
+    computed: AtomicU64,
+    /// Whether values cut short are replayed (`Replay`); off only to check that replaying
+    /// changes nothing.
+    replay: bool,
+}
+
+/// A value that depended on where the resolver stood (something was cut short while computing
+/// it), kept with everything its computation did to that state: from the same `Stance`, with
+/// the budget left to take its steps, computing it again takes the same steps, cuts the same
+/// way, assumes the same and returns the same value, so the value and those effects are
+/// replayed instead. Functions with long chains of locals read near the depth limit were
+/// otherwise worked out again at every read (tens of thousands of steps per site).
+struct Replay<T> {
+    val: T,
+    assumed: Vec<String>,
+    steps: u64,
+    cut: bool,
+    floor: u32,
+}
+
+impl<K: Eq + std::hash::Hash, T: Clone> Memo<K, T> {
+    fn hit(&self, key: &K) -> Option<T> {
+        let kept = self.kept.lock().expect("no poisoned lock");
+        let (val, assumed) = kept.get(key)?;
+        for phrase in assumed {
+            assume(phrase);
+        }
+        Some(val.clone())
+    }
+
+    fn keep(&self, key: K, val: T, assumed: Vec<String>, shared: &MemoShared) {
+        self.kept
+            .lock()
+            .expect("no poisoned lock")
+            .insert(key, (val, assumed));
+        shared.kept.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn replay(&self, key: &K, stance: &Stance, shared: &MemoShared) -> Option<T> {
+        if !shared.replay {
+            return None;
+        }
+        let replays = self.replays.lock().expect("no poisoned lock");
+        let (_, replay) = replays.get(key)?.iter().find(|(s, _)| s == stance)?;
+        let steps = STEPS.with(|s| s.get());
+        if steps + replay.steps > STEP_BUDGET {
+            return None;
+        }
+        STEPS.with(|s| s.set(steps + replay.steps));
+        if replay.cut {
+            cut();
+        }
+        CYCLE_FLOOR.with(|f| f.set(f.get().min(replay.floor)));
+        for phrase in &replay.assumed {
+            assume(phrase);
+        }
+        Some(replay.val.clone())
+    }
+
+    /// Records a value computed from `stance` that could not be kept, if nothing was kept
+    /// while computing it and the budget was not reached (either would make a computation
+    /// afresh differ).
+    #[allow(clippy::too_many_arguments)]
+    fn remember(
+        &self,
+        key: K,
+        stance: Stance,
+        val: &T,
+        assumed: Vec<String>,
+        steps_before: u64,
+        left: Left,
+        shared: &MemoShared,
+    ) {
+        let steps = STEPS.with(|s| s.get());
+        if !shared.replay
+            || shared.kept.load(Ordering::Relaxed) != stance.kept
+            || steps > STEP_BUDGET
+        {
+            return;
+        }
+        let replay = Replay {
+            val: val.clone(),
+            assumed,
+            steps: steps - steps_before,
+            cut: left.cut,
+            floor: left.floor,
+        };
+        self.replays
+            .lock()
+            .expect("no poisoned lock")
+            .entry(key)
+            .or_default()
+            .push((stance, replay));
+    }
+}
 
 /// Runs `evaluate` in a new frame (depth 0) while frames are left, else one level below
 /// `depth`. The count is restored on the way out, unwinding included.
@@ -287,22 +437,27 @@ fn in_frame<T>(depth: u32, evaluate: impl FnOnce(u32) -> T) -> T {
 /// (the computation reads it again).
 fn memoised<K: Eq + std::hash::Hash, T: Clone>(
     table: &Memo<K, T>,
+    shared: &MemoShared,
     key: K,
+    depth: u32,
     compute: impl FnOnce() -> T,
 ) -> T {
-    if let Some((val, assumed)) = table.lock().expect("no poisoned lock").get(&key) {
-        for phrase in assumed {
-            assume(phrase);
-        }
-        return val.clone();
+    if let Some(val) = table.hit(&key) {
+        return val;
     }
+    let stance = Stance::now(depth, shared);
+    if let Some(val) = table.replay(&key, &stance, shared) {
+        return val;
+    }
+    shared.computed.fetch_add(1, Ordering::Relaxed);
+    let steps_before = STEPS.with(|s| s.get());
     let mark = Mark::enter();
     let (val, assumed) = with_assumptions(compute);
-    if mark.leave() {
-        table
-            .lock()
-            .expect("no poisoned lock")
-            .insert(key, (val.clone(), assumed));
+    let left = mark.leave();
+    if left.keep {
+        table.keep(key, val.clone(), assumed, shared);
+    } else {
+        table.remember(key, stance, &val, assumed, steps_before, left, shared);
     }
     val
 }
@@ -434,11 +589,41 @@ impl Mark {
     /// opened by this computation (its own read, or one inside it), so computing the value
     /// afresh from anywhere cuts it the same way. A read opened further out (a caller's loop
     /// variable) makes the value depend on that caller, as before.
-    fn leave(self) -> bool {
+    fn leave(self) -> Left {
         LEVEL.with(|l| l.set(self.level));
         let floor = CYCLE_FLOOR.with(|f| f.replace(f.get().min(self.floor)));
-        cuts() == self.cuts && floor >= self.level
+        let cut = cuts() != self.cuts;
+        Left {
+            keep: !cut && floor >= self.level,
+            cut,
+            floor,
+        }
     }
+}
+
+/// How a memoised computation ended (`Mark::leave`).
+#[derive(Debug, Clone, Copy)]
+struct Left {
+    /// Its value is the code's own.
+    keep: bool,
+    /// Something was cut short inside it.
+    cut: bool,
+    /// The lowest level of a self-dependent local read cut inside it that was opened outside.
+    floor: u32,
+}
+
+/// Flips `entry` in `OPEN`, when it is opened and again when it is closed: the hash is then
+/// the same for the same open entries, whatever order they were opened in.
+fn toggle_open(entry: impl std::hash::Hash) {
+    use std::hash::BuildHasher;
+    // FxHash mixes little; XORed hashes of similar keys need a full avalanche (splitmix64).
+    let mut z = rustc_hash::FxBuildHasher
+        .hash_one(entry)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    OPEN.with(|o| o.set(o.get() ^ z));
 }
 
 fn cuts() -> u64 {
@@ -471,6 +656,18 @@ impl<'a> Resolver<'a> {
         Self::reading(IndexReads::logged(index), rules, tokens)
     }
 
+    /// The same resolver, working out again every value cut short instead of replaying it
+    /// (`Replay`): for the test that replaying changes no answer.
+    pub fn without_replays(mut self) -> Self {
+        self.shared.replay = false;
+        self
+    }
+
+    /// How many values were computed afresh so far (not read from a memo table, not replayed).
+    pub fn computations(&self) -> u64 {
+        self.shared.computed.load(Ordering::Relaxed)
+    }
+
     /// What a `logging` resolver read so far (empty for one made with `new`).
     pub fn take_read_log(&self) -> ReadLog {
         self.index.take_log()
@@ -482,12 +679,17 @@ impl<'a> Resolver<'a> {
             rules,
             tokens,
             form_tokens: super::tokens::form_tokens(),
-            globals: Mutex::new(FxHashMap::default()),
-            locals: Mutex::new(FxHashMap::default()),
-            reached: Mutex::new(FxHashMap::default()),
-            tests: Mutex::new(FxHashMap::default()),
-            calls: Mutex::new(FxHashMap::default()),
-            passed: Mutex::new(FxHashMap::default()),
+            shared: MemoShared {
+                kept: AtomicU64::new(0),
+                computed: AtomicU64::new(0),
+                replay: true,
+            },
+            globals: Memo::default(),
+            locals: Memo::default(),
+            reached: Memo::default(),
+            tests: Memo::default(),
+            calls: Memo::default(),
+            passed: Memo::default(),
         }
     }
 
@@ -881,11 +1083,14 @@ impl<'a> Resolver<'a> {
             }
             opened
         });
+        if opened.is_none() {
+            toggle_open(("local", &key, level));
+        }
         if let Some(opened) = opened {
             CYCLE_FLOOR.with(|floor| floor.set(floor.get().min(opened)));
             return Some(Val::Unknown(format!("`{name}` depends on itself")));
         }
-        let val = memoised(&self.reached, key.clone(), || {
+        let val = memoised(&self.reached, &self.shared, key.clone(), depth, || {
             if let [reach] = reaches.as_slice() {
                 return self.reach_value(name, module, function, reach, depth);
             }
@@ -920,6 +1125,7 @@ impl<'a> Resolver<'a> {
             }
         });
         LOCALS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+        toggle_open(("local", &key, level));
         Some(val)
     }
 
@@ -990,7 +1196,7 @@ impl<'a> Resolver<'a> {
                         function,
                         guard.range.0,
                     );
-                    memoised(&self.tests, key, || {
+                    memoised(&self.tests, &self.shared, key, depth, || {
                         let scope = Scope::at(module, Some(function), guard.range.0);
                         self.condition(test, scope, depth + 1)
                     })
@@ -1020,12 +1226,13 @@ impl<'a> Resolver<'a> {
             && ir.class.is_some();
         let arg_index = position - usize::from(has_receiver);
         let key = (std::sync::Arc::as_ptr(module) as usize, function, position);
-        let from_callers = memoised(&self.passed, key, || {
+        let from_callers = memoised(&self.passed, &self.shared, key, depth, || {
             let fresh = PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().insert(key));
             if !fresh {
                 cut();
                 return None;
             }
+            toggle_open(("param", key));
             // A class is called by its name, and its `__init__` receives the arguments.
             let called_as = match (bare, ir.class.as_deref()) {
                 ("__init__", Some(class)) => class.rsplit('.').next().unwrap_or(class),
@@ -1045,6 +1252,7 @@ impl<'a> Resolver<'a> {
                         .flatten()
                 });
             PARAMS_IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+            toggle_open(("param", key));
             passed
         });
         if let Some(val) = from_callers {
@@ -1147,7 +1355,7 @@ impl<'a> Resolver<'a> {
         depth: u32,
     ) -> Val {
         let key = (std::sync::Arc::as_ptr(module) as usize, function, index);
-        memoised(&self.locals, key, || {
+        memoised(&self.locals, &self.shared, key, depth, || {
             let inner = Scope::at(module, Some(function), assign.byte);
             self.eval(&assign.value, inner, depth + 1)
         })
@@ -1156,12 +1364,9 @@ impl<'a> Resolver<'a> {
     /// The value of `module.name`, following re-exports and star imports; `None` if absent.
     pub fn global(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
         let key = (module.to_string(), name.to_string());
-        if let Some((cached, assumed)) = self.globals.lock().expect("no poisoned lock").get(&key) {
-            // What the value was taken on holds for every reader of it.
-            for phrase in assumed {
-                assume(phrase);
-            }
-            return cached.clone();
+        // What the value was taken on holds for every reader of it.
+        if let Some(val) = self.globals.hit(&key) {
+            return val;
         }
         // A name whose value depends on itself (through imports or assignments) would recurse
         // until the depth limit; say so instead.
@@ -1170,16 +1375,25 @@ impl<'a> Resolver<'a> {
             cut();
             return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
         }
+        let stance = Stance::now(depth, &self.shared);
+        if let Some(val) = self.globals.replay(&key, &stance, &self.shared) {
+            IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
+            return val;
+        }
+        toggle_open(("global", &key));
+        self.shared.computed.fetch_add(1, Ordering::Relaxed);
+        let steps_before = STEPS.with(|s| s.get());
         let mark = Mark::enter();
         let (val, assumed) =
             with_assumptions(|| in_frame(depth, |depth| self.global_uncached(module, name, depth)));
-        let context_free = mark.leave();
+        let left = mark.leave();
         IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-        if context_free {
+        toggle_open(("global", &key));
+        if left.keep {
+            self.globals.keep(key, val.clone(), assumed, &self.shared);
+        } else {
             self.globals
-                .lock()
-                .expect("no poisoned lock")
-                .insert(key, (val.clone(), assumed));
+                .remember(key, stance, &val, assumed, steps_before, left, &self.shared);
         }
         val
     }
@@ -2039,7 +2253,7 @@ impl<'a> Resolver<'a> {
             ));
         };
         let memo_key = (func.clone(), args.clone(), kwargs.clone());
-        memoised(&self.calls, memo_key, || {
+        memoised(&self.calls, &self.shared, memo_key, depth, || {
             in_frame(depth, |depth| {
                 let mut env = HashMap::new();
                 for (i, param) in function.params.iter().enumerate() {
