@@ -22,8 +22,8 @@
 //! read of a name the function does not bind looks outside (`reaching`).
 
 use super::model::{
-    BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopFlow, LoopKind, MODULE_SCOPE,
-    Reach, ScopeId, ScopeKind, SemanticModel, TryFlow,
+    BindingId, BindingKind, ExitKind, Flow, Guard, GuardKind, LoopFlow, LoopKind, LoopWalk,
+    MODULE_SCOPE, Reach, ScopeId, ScopeKind, SemanticModel, TryFlow, WalkState,
 };
 
 /// Ways a binding may reach a read that are kept apart; past this the rest are dropped (the
@@ -77,7 +77,7 @@ impl SemanticModel {
 }
 
 /// Per binding (`None`: unbound), the ways it is the live one; sorted by binding.
-type State = Vec<(Option<BindingId>, Vec<Vec<Guard>>)>;
+type State = WalkState;
 
 /// The bindings of `name` reaching a read at `offset` in `scope` (see the module doc).
 fn reaching(model: &SemanticModel, name: &str, scope: ScopeId, offset: usize) -> Vec<Reach> {
@@ -270,6 +270,8 @@ fn walk_with(
         found: None,
         loops: Vec::new(),
         binds,
+        // The walk without skips is a test's reference: it keeps nothing.
+        keep_loops: skip,
     };
     let start: State = vec![(None, vec![Vec::new()])];
     let end = walker.run(&model.scope(scope).flow, Some(start));
@@ -297,6 +299,8 @@ struct Walker<'m> {
     /// Where the scope binds the name (each binding's statement and the point it takes
     /// effect): a statement that overlaps none of them cannot change what reaches.
     binds: Vec<(usize, usize)>,
+    /// Whether loops walked whole are kept in the model and read back (`LoopWalk`).
+    keep_loops: bool,
 }
 
 impl Walker<'_> {
@@ -405,64 +409,10 @@ impl Walker<'_> {
                 }
                 join(paths)
             }
-            Flow::Loop(inner) => {
-                let LoopFlow {
-                    range,
-                    kind,
-                    header,
-                    body_end,
-                    body,
-                    orelse,
-                    orelse_range,
-                } = &**inner;
-                let inside = self.cursor < range.1;
-                if inside && self.cursor < header.1 {
-                    // A `for` reads its iterable once, before any pass; a `while` test is
-                    // read before each, as the body's entry is.
-                    if *kind == LoopKind::For {
-                        self.found = Some(state.unwrap_or_default());
-                        return None;
-                    }
-                }
-                let guard = |kind: GuardKind, holds: bool| Guard {
-                    kind,
-                    range: *header,
-                    holds,
-                };
-                self.loops.push(LoopExits::default());
-                let first = self.run_through(body, state.clone());
-                let exits = self.loops.pop().unwrap_or_default();
-                let back = union(first, exits.continues);
-                let entry = join(vec![
-                    (vec![guard(GuardKind::Repeated, false)], state.clone()),
-                    (vec![guard(GuardKind::Repeated, true)], back),
-                ]);
-                if inside && self.cursor < header.1 {
-                    self.found = Some(entry.unwrap_or_default());
-                    return None;
-                }
-                self.loops.push(LoopExits::default());
-                if inside && self.cursor < *body_end {
-                    self.run_to_cursor(body, entry);
-                    self.loops.pop();
-                    return None;
-                }
-                let second = self.run(body, entry);
-                let exits = self.loops.pop().unwrap_or_default();
-                let passed = union(second, exits.continues);
-                let normal = join(vec![
-                    (vec![guard(GuardKind::Iterated, false)], state),
-                    (vec![guard(GuardKind::Iterated, true)], passed),
-                ]);
-                let after_else = match orelse_range {
-                    Some(clause) if inside && self.cursor < clause.1 => {
-                        self.run_to_cursor(orelse, normal);
-                        return None;
-                    }
-                    _ => self.run(orelse, normal),
-                };
-                union(after_else, exits.breaks)
+            Flow::Loop(inner) if self.keep_loops && self.cursor >= inner.range.1 => {
+                self.whole_loop(inner, state)
             }
+            Flow::Loop(inner) => self.walk_loop(inner, state),
             Flow::Try(inner) => {
                 let TryFlow {
                     range,
@@ -537,6 +487,115 @@ impl Walker<'_> {
                 }
             }
         }
+    }
+
+    /// A loop: its body walked twice (the second time from the join of the entry and the
+    /// back edge), then its `else` clause.
+    fn walk_loop(&mut self, inner: &LoopFlow, state: Option<State>) -> Option<State> {
+        let LoopFlow {
+            range,
+            kind,
+            header,
+            body_end,
+            body,
+            orelse,
+            orelse_range,
+        } = inner;
+        let inside = self.cursor < range.1;
+        if inside && self.cursor < header.1 {
+            // A `for` reads its iterable once, before any pass; a `while` test is
+            // read before each, as the body's entry is.
+            if *kind == LoopKind::For {
+                self.found = Some(state.unwrap_or_default());
+                return None;
+            }
+        }
+        let guard = |kind: GuardKind, holds: bool| Guard {
+            kind,
+            range: *header,
+            holds,
+        };
+        self.loops.push(LoopExits::default());
+        let first = self.run_through(body, state.clone());
+        let exits = self.loops.pop().unwrap_or_default();
+        let back = union(first, exits.continues);
+        let entry = join(vec![
+            (vec![guard(GuardKind::Repeated, false)], state.clone()),
+            (vec![guard(GuardKind::Repeated, true)], back),
+        ]);
+        if inside && self.cursor < header.1 {
+            self.found = Some(entry.unwrap_or_default());
+            return None;
+        }
+        self.loops.push(LoopExits::default());
+        if inside && self.cursor < *body_end {
+            self.run_to_cursor(body, entry);
+            self.loops.pop();
+            return None;
+        }
+        let second = self.run(body, entry);
+        let exits = self.loops.pop().unwrap_or_default();
+        let passed = union(second, exits.continues);
+        let normal = join(vec![
+            (vec![guard(GuardKind::Iterated, false)], state),
+            (vec![guard(GuardKind::Iterated, true)], passed),
+        ]);
+        let after_else = match orelse_range {
+            Some(clause) if inside && self.cursor < clause.1 => {
+                self.run_to_cursor(orelse, normal);
+                return None;
+            }
+            _ => self.run(orelse, normal),
+        };
+        union(after_else, exits.breaks)
+    }
+
+    /// A loop the read is not in, walked whole: the same for every read after it from the
+    /// same entry state (what is inside it is walked as for no read at all), so it is walked
+    /// once per entry state and name, and what it did is kept in the model for the reads
+    /// after: the state after it, and the exits its `else` clause handed the loop around it.
+    fn whole_loop(&mut self, inner: &LoopFlow, state: Option<State>) -> Option<State> {
+        let key = (Box::<str>::from(self.name), inner.range.0, state);
+        let kept = self
+            .model
+            .loop_walks
+            .lock()
+            .expect("no poisoned lock")
+            .get(&key)
+            .cloned();
+        let walked = match kept {
+            Some(walked) => walked,
+            None => {
+                let before = self
+                    .loops
+                    .last()
+                    .map_or((0, 0), |exits| (exits.breaks.len(), exits.continues.len()));
+                let after = self.walk_loop(inner, key.2.clone());
+                let (outer_breaks, outer_continues) = match self.loops.last() {
+                    Some(exits) => (
+                        exits.breaks[before.0..].to_vec(),
+                        exits.continues[before.1..].to_vec(),
+                    ),
+                    None => (Vec::new(), Vec::new()),
+                };
+                let walked = LoopWalk {
+                    after,
+                    outer_breaks,
+                    outer_continues,
+                };
+                self.model
+                    .loop_walks
+                    .lock()
+                    .expect("no poisoned lock")
+                    .insert(key, walked.clone());
+                return walked.after;
+            }
+        };
+        if let Some(exits) = self.loops.last_mut() {
+            exits.breaks.extend(walked.outer_breaks);
+            exits.continues.extend(walked.outer_continues);
+        }
+        walked.after
     }
 
     /// A statement that binds nothing of the name and holds no read, by its shape alone:

@@ -191,6 +191,23 @@ impl Reach {
 /// `reaching`'s answers, by the name read and where.
 type ReachedByRead = rustc_hash::FxHashMap<(Box<str>, usize), Vec<Reach>>;
 
+/// What the flow walk knows of a name at a point: per binding (`None`: unbound), the ways it
+/// is the live one; sorted by binding.
+pub(super) type WalkState = Vec<(Option<BindingId>, Vec<Vec<Guard>>)>;
+
+/// A loop walked whole for a name from an entry state (`flow::Walker`): the state after it,
+/// and what its `else` clause handed the loop around it (`break`, `continue`).
+#[derive(Debug, Clone)]
+pub(super) struct LoopWalk {
+    pub(super) after: Option<WalkState>,
+    pub(super) outer_breaks: Vec<WalkState>,
+    pub(super) outer_continues: Vec<WalkState>,
+}
+
+/// Loops walked whole, by the name, the loop's start and the entry state: every read of a
+/// name walks its function from the top, through the same loops from the same states.
+type LoopWalks = rustc_hash::FxHashMap<(Box<str>, usize, Option<WalkState>), LoopWalk>;
+
 /// The semantic model of one module.
 #[derive(Debug, Default)]
 pub struct SemanticModel {
@@ -206,6 +223,8 @@ pub struct SemanticModel {
     /// answer serves every resolver that asks it (each caller's, each round's); a module's
     /// model lives as long as its lowering.
     pub(super) reached: std::sync::Mutex<ReachedByRead>,
+    /// Loops the flow walk went through whole (`flow::Walker`), kept for the next read.
+    pub(super) loop_walks: std::sync::Mutex<LoopWalks>,
 }
 
 /// The module scope is always the first.

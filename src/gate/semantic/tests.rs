@@ -827,8 +827,19 @@ def f(a, b, items):
         pass
     else:
         return 3
+    for m in items:
+        for n in m:
+            if n:
+                w = 1
+                break
+        else:
+            w = 2
+            if b:
+                continue
+            break
+        w = w + 3
     z = x + y
-    return x, y, z, p, q, r, s, t
+    return x, y, z, p, q, r, s, t, w
 
 
 def dead_else(a):
@@ -856,6 +867,7 @@ def only_exits(a):
     let model = model(src);
     let names = [
         "a", "b", "items", "x", "y", "p", "i", "q", "r", "e", "s", "u", "v", "t", "j", "k", "z",
+        "m", "n", "w",
     ];
     let mut differs_from_start = 0;
     for offset in 0..src.len() {
