@@ -1248,6 +1248,9 @@ impl<'s> Builder<'s> {
     /// call, a tuple or a parameter list it sits in).
     fn paren_span(&self, e: &Expr) -> (u32, u32) {
         let (mut s, mut end) = Self::r(e.range());
+        if !self.may_be_parenthesized(s, end) {
+            return (s, end);
+        }
         while let (Some(p), Some(n)) = (self.prev_token(s), self.next_token(end)) {
             if p.kind() != TokenKind::Lpar || n.kind() != TokenKind::Rpar {
                 break;
@@ -1260,6 +1263,23 @@ impl<'s> Builder<'s> {
             end = n.end().to_u32();
         }
         (s, end)
+    }
+
+    /// Whether `s..end` may have a `(` token just before it and a `)` just after, read from
+    /// the text next to it: a byte other than `(` before it on its line (past blanks) is the
+    /// end of another token, as one other than `)` after it is the start of one, and then no
+    /// parentheses are its own. Most expressions are told apart so, without looking tokens
+    /// up (`paren_span` did two binary searches over the tokens for every expression).
+    /// A line break or a comment next to it leaves the answer to the tokens.
+    fn may_be_parenthesized(&self, s: u32, end: u32) -> bool {
+        let bytes = self.src.as_bytes();
+        let not_blank = |b: &&u8| !matches!(**b, b' ' | b'\t' | b'\x0c');
+        let before = bytes[..s as usize].iter().rev().find(not_blank);
+        let after = bytes[end as usize..].iter().find(not_blank);
+        let may_open = !matches!(before, Some(b) if !matches!(b, b'(' | b'\n' | b'\r' | b'\\'));
+        let may_close =
+            !matches!(after, Some(b) if !matches!(b, b')' | b'\n' | b'\r' | b'\\' | b'#'));
+        may_open && may_close
     }
 
     fn expr(&mut self, e: &Expr, field: Option<&'static str>) {

@@ -111,6 +111,17 @@ fn a_block_ends_past_the_comments_indented_into_it() {
 }
 
 #[test]
+fn parentheses_are_found_past_comments_line_breaks_and_continuations() {
+    // `paren_span` decides from the text next to an expression when it can (a byte other than
+    // `(` before it, other than `)` after it) and asks the tokens otherwise.
+    assert_same_as_tree_sitter(
+        "y = (x)\ny = ( x )\ny = (  # c\n    x\n)\ny = (\n    x  # c\n)\ny = ( \\\n x)\n\
+         f((x), (y, z))\nf(x)\ny = ((a + b) * (c))\ny = [(\n  a\n)]\nif (a) and (\n b\n):\n    pass\n\
+         y = x  # (\ny = '(' + x + ')'\ny = f\"({x})\"\n",
+    );
+}
+
+#[test]
 fn match_statements_keep_their_patterns() {
     assert_same_as_tree_sitter(
         "match s:\n    case [1, *r] if r: pass\n    case {\"k\": v}: pass\n    case P(a=1) | None: pass\n    case x.y.z: pass\n    case _: pass\n",
