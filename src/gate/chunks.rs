@@ -276,27 +276,59 @@ fn split_definition_with<'s, I: Iterator<Item = Line<'s>>>(
     Some(parts)
 }
 
-/// Whether a top-level statement of the file is a `def` of that name (decorated or not): the
-/// whole module's lowering would then index a function of that name.
-pub fn has_top_level_def(src: &[u8], name: &str) -> bool {
-    if memchr::memmem::find(src, name.as_bytes()).is_none() {
-        return false;
-    }
-    top_level_statements(src)
-        .into_iter()
-        .any(|range| definition_name(src, range) == Some((name, Definition::Function)))
+/// The names a file's top-level statements define or assign, read from its text once: the
+/// resolver asks of a module's names by the thousand (whether `x` is assigned at top level,
+/// whether `f` is a function there), each time it cannot find one in what it parsed.
+#[derive(Debug, Default)]
+pub struct TopLevelNames {
+    /// Functions defined by a top-level `def` (decorated or not): the whole module's lowering
+    /// would index a function of that name.
+    pub functions: std::collections::HashSet<String>,
+    pub classes: std::collections::HashSet<String>,
+    /// Names a top-level statement assigns (`x = ...`, `x: T = ...`, `x: T`), as
+    /// `has_top_level_assignment` reads them.
+    pub assigned: std::collections::HashSet<String>,
 }
 
-/// The classes the file's top-level statements define (`class ArchInfo:`): the chunking
-/// leaves a class without a token unparsed, and a store elsewhere may build one.
-pub fn top_level_classes(src: &[u8]) -> std::collections::HashSet<String> {
-    top_level_statements(src)
-        .into_iter()
-        .filter_map(|range| match definition_name(src, range) {
-            Some((name, Definition::Class)) => Some(name.to_string()),
-            _ => None,
-        })
-        .collect()
+impl TopLevelNames {
+    pub fn of(src: &[u8]) -> TopLevelNames {
+        let mut names = TopLevelNames::default();
+        for range in top_level_statements(src) {
+            match definition_name(src, range) {
+                Some((name, Definition::Function)) => {
+                    names.functions.insert(name.to_string());
+                }
+                Some((name, Definition::Class)) => {
+                    names.classes.insert(name.to_string());
+                }
+                None => {}
+            }
+            // `has_top_level_assignment` asks whether the code starts with the name and then
+            // `=` or `:`: for an identifier, that is the statement's leading identifier.
+            let code = past_leading_comments(&src[range.0..range.1]);
+            let len = code.iter().take_while(|&&b| is_identifier_byte(b)).count();
+            if len > 0 && assigns_after(&code[len..]) {
+                names
+                    .assigned
+                    .insert(String::from_utf8_lossy(&code[..len]).into_owned());
+            }
+        }
+        names
+    }
+
+    /// `has_top_level_assignment` of the text these names were read from.
+    pub fn assigns(&self, src: impl FnOnce() -> Option<Vec<u8>>, name: &str) -> bool {
+        if !name.is_empty() && name.bytes().all(is_identifier_byte) {
+            return self.assigned.contains(name);
+        }
+        src().is_some_and(|src| has_top_level_assignment(&src, name))
+    }
+}
+
+/// Whether what follows a name assigns it: `= ...` (not `==`) or `: T`.
+fn assigns_after(rest: &[u8]) -> bool {
+    let rest = rest.trim_ascii_start();
+    (rest.starts_with(b"=") && !rest.starts_with(b"==")) || rest.starts_with(b":")
 }
 
 /// What the text may define as `name`, anywhere in the file (a `def` or `class` keyword, then
@@ -355,10 +387,8 @@ pub fn has_top_level_assignment(src: &[u8], name: &str) -> bool {
     }
     top_level_statements(src).into_iter().any(|(start, end)| {
         let code = past_leading_comments(&src[start..end]);
-        code.strip_prefix(name.as_bytes()).is_some_and(|rest| {
-            let rest = rest.trim_ascii_start();
-            (rest.starts_with(b"=") && !rest.starts_with(b"==")) || rest.starts_with(b":")
-        })
+        code.strip_prefix(name.as_bytes())
+            .is_some_and(assigns_after)
     })
 }
 
@@ -2018,11 +2048,38 @@ mod tests {
     #[test]
     fn finds_top_level_defs_only() {
         let src = b"@cache\ndef f(x):\n    def g():\n        pass\ns = '''\ndef h():\n'''\nasync def k():\n    pass\n";
-        assert!(has_top_level_def(src, "f"));
-        assert!(has_top_level_def(src, "k"));
-        assert!(!has_top_level_def(src, "g"));
-        assert!(!has_top_level_def(src, "h"));
-        assert!(!has_top_level_def(src, "cache"));
+        let names = TopLevelNames::of(src);
+        let mut functions: Vec<&str> = names.functions.iter().map(String::as_str).collect();
+        functions.sort();
+        assert_eq!(functions, ["f", "k"]);
+        assert!(names.classes.is_empty());
+    }
+
+    #[test]
+    fn top_level_assignments_read_once_answer_as_the_text_scan_does() {
+        let src = "# c\nx = 1\ny: int = 2\nz : str\nw == 3\nv.a = 4\nu[0] = 5\nt, s = 6, 7\n\
+            r=8\nclass C:\n    q = 9\ndef f():\n    p = 10\nif a:\n    o = 11\n\
+            # lead\nn = (\n  12)\nm\t= 13\n_\u{e9} = 14\nfor k in ks: pass\nx2 += 1\n";
+        let names = TopLevelNames::of(src.as_bytes());
+        let text = src;
+        let src = src.as_bytes();
+        let words: std::collections::BTreeSet<&str> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut assigned = Vec::new();
+        for word in words.iter().copied().chain(["v.a", "x ", ""]) {
+            let read_once = names.assigns(|| Some(src.to_vec()), word);
+            assert_eq!(read_once, has_top_level_assignment(src, word), "{word:?}");
+            if read_once {
+                assigned.push(word);
+            }
+        }
+        // Names that are not identifiers are read from the text as before (`v.a = 4`).
+        assert_eq!(
+            assigned,
+            ["_\u{e9}", "m", "n", "r", "x", "y", "z", "v.a", "x "]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::chunks::{skip_all_bodies, skip_plain_bodies};
+use super::chunks::{TopLevelNames, skip_all_bodies, skip_plain_bodies};
 use super::ir::{Expr, SharedModule};
 use super::lower::lower_module;
 use super::tokens::Tokens;
@@ -24,9 +24,10 @@ pub struct ModuleFile {
     whole: Arc<OnceLock<Option<SharedModule>>>,
     /// The file parsed with every function body skipped (`signatures`), shared as `whole` is.
     signatures: Arc<OnceLock<Option<SharedModule>>>,
-    /// The classes the file defines at top level, read from its text once: resolution asks
-    /// about a class the scan's partial parse left out for every name it cannot find.
-    top_classes: OnceLock<std::collections::HashSet<String>>,
+    /// The names the file defines and assigns at top level, read from its text once (shared
+    /// as `whole` is): resolution asks about a class, a function or an assignment the scan's
+    /// partial parse left out for every name it cannot find.
+    top_level: Arc<OnceLock<TopLevelNames>>,
 }
 
 pub struct ModuleIndex {
@@ -74,7 +75,7 @@ impl ModuleIndex {
                         cell: OnceLock::new(),
                         whole: Arc::new(OnceLock::new()),
                         signatures: Arc::new(OnceLock::new()),
-                        top_classes: OnceLock::new(),
+                        top_level: Arc::new(OnceLock::new()),
                     },
                 );
             }
@@ -172,7 +173,7 @@ impl ModuleIndex {
                     cell: OnceLock::new(),
                     whole: file.whole.clone(),
                     signatures: file.signatures.clone(),
-                    top_classes: OnceLock::new(),
+                    top_level: file.top_level.clone(),
                 };
                 (name.clone(), file)
             })
@@ -215,7 +216,11 @@ impl ModuleIndex {
                     } else {
                         file.signatures.clone()
                     },
-                    top_classes: OnceLock::new(),
+                    top_level: if edited {
+                        Arc::new(OnceLock::new())
+                    } else {
+                        file.top_level.clone()
+                    },
                 };
                 (name.clone(), file)
             })
@@ -292,25 +297,14 @@ impl ModuleIndex {
     /// Whether the module defines a top-level function of that name, read from its text
     /// without parsing it (`false` when it cannot tell).
     pub fn has_top_level_def(&self, module: &str, name: &str) -> bool {
-        let Some(file) = self.modules.get(module) else {
-            return false;
-        };
-        self.read(file)
-            .is_some_and(|bytes| super::chunks::has_top_level_def(&bytes, name))
+        self.top_level(module)
+            .is_some_and(|names| names.functions.contains(name))
     }
 
     /// Whether the module defines the class `name` at top level, read from its text.
     pub fn has_top_level_class(&self, module: &str, name: &str) -> bool {
-        let Some(file) = self.modules.get(module) else {
-            return false;
-        };
-        file.top_classes
-            .get_or_init(|| {
-                self.read(file)
-                    .map(|bytes| super::chunks::top_level_classes(&bytes))
-                    .unwrap_or_default()
-            })
-            .contains(name)
+        self.top_level(module)
+            .is_some_and(|names| names.classes.contains(name))
     }
 
     /// Whether the module assigns `name` at top level, read from its text (`false` when it
@@ -319,8 +313,19 @@ impl ModuleIndex {
         let Some(file) = self.modules.get(module) else {
             return false;
         };
-        self.read(file)
-            .is_some_and(|bytes| super::chunks::has_top_level_assignment(&bytes, name))
+        self.top_level(module)
+            .is_some_and(|names| names.assigns(|| self.read(file), name))
+    }
+
+    /// The names the module defines and assigns at top level, read from its text once (none
+    /// when it cannot be read).
+    fn top_level(&self, module: &str) -> Option<&TopLevelNames> {
+        let file = self.modules.get(module)?;
+        Some(file.top_level.get_or_init(|| {
+            self.read(file)
+                .map(|bytes| TopLevelNames::of(&bytes))
+                .unwrap_or_default()
+        }))
     }
 
     /// The module's text: the overlay's edit, else the file's.
