@@ -2,8 +2,12 @@
 //! tree-sitter trees are dropped. Holding trees for thousands of files would cost gigabytes;
 //! this keeps the expressions and simple statements that resolution reads.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The IR's tables are looked up by name and offset millions of times per audit (every name
+/// the resolver reads): FxHash, as the resolver's memo tables, for short keys no attacker
+/// chooses; nothing iterates them in an order that reaches the output.
+pub type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 use super::semantic::{BindingId, Range, ScopeId, SemanticModel};
 

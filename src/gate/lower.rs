@@ -506,8 +506,8 @@ impl<'a> Lowerer<'a> {
     /// conditional expression over the test (a name unbound on one side keeps its value).
     fn join_module_arms(
         &mut self,
-        before: &std::collections::HashMap<String, Expr>,
-        after_then: std::collections::HashMap<String, Expr>,
+        before: &HashMap<String, Expr>,
+        after_then: HashMap<String, Expr>,
         cond: Node<'a>,
     ) {
         let mut test: Option<Expr> = None;
@@ -546,7 +546,7 @@ impl<'a> Lowerer<'a> {
             .enumerate()
             .filter_map(|(index, body)| body.map(|start| (start, index)))
             .collect();
-        let mut scope_functions = std::collections::HashMap::new();
+        let mut scope_functions = HashMap::default();
         let mut function_scopes = std::collections::HashMap::new();
         for (i, scope) in model.scopes.iter().enumerate() {
             if scope.kind == semantic::ScopeKind::Function
@@ -559,7 +559,7 @@ impl<'a> Lowerer<'a> {
         }
         // A lowered assignment is the binding of its name, in its function's scope, whose
         // statement holds it (the innermost one: `for x in a: x = 2`).
-        let mut binding_locals = std::collections::HashMap::new();
+        let mut binding_locals = HashMap::default();
         for (&function, assigns) in &self.ir.locals {
             let Some(&scope) = function_scopes.get(&function) else {
                 continue;
@@ -592,7 +592,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         let root = tree.root_node();
-        let mut tests = std::collections::HashMap::new();
+        let mut tests = HashMap::default();
         for branch in &model.branches {
             if let (semantic::BranchKind::If { .. }, Some((start, end))) =
                 (branch.kind, branch.test)
