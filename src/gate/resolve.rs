@@ -1397,38 +1397,20 @@ impl<'a> Resolver<'a> {
     /// The value of `module.name`, following re-exports and star imports; `None` if absent.
     pub fn global(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
         let key = (module.to_string(), name.to_string());
-        // What the value was taken on holds for every reader of it.
-        if let Some(val) = self.globals.hit(&key) {
-            return val;
-        }
-        // A name whose value depends on itself (through imports or assignments) would recurse
-        // until the depth limit; say so instead.
-        let fresh = IN_PROGRESS.with(|set| set.borrow_mut().insert(key.clone()));
-        if !fresh {
-            cut();
-            return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
-        }
-        let stance = Stance::now(depth, &self.shared);
-        if let Some(val) = self.globals.replay(&key, &stance, &self.shared) {
-            IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-            return val;
-        }
-        toggle_open(("global", &key));
-        self.shared.computed.fetch_add(1, Ordering::Relaxed);
-        let steps_before = STEPS.with(|s| s.get());
-        let mark = Mark::enter();
-        let (val, assumed) =
-            with_assumptions(|| in_frame(depth, |depth| self.global_uncached(module, name, depth)));
-        let left = mark.leave();
-        IN_PROGRESS.with(|set| set.borrow_mut().remove(&key));
-        toggle_open(("global", &key));
-        if left.keep {
-            self.globals.keep(key, val.clone(), assumed, &self.shared);
-        } else {
-            self.globals
-                .remember(key, stance, &val, assumed, steps_before, left, &self.shared);
-        }
-        val
+        memoised(&self.globals, &self.shared, key, depth, || {
+            // A name whose value depends on itself (through imports or assignments) would
+            // recurse until the depth limit; say so instead.
+            let open = (module.to_string(), name.to_string());
+            if !IN_PROGRESS.with(|set| set.borrow_mut().insert(open.clone())) {
+                cut();
+                return Some(Val::Unknown(format!("`{module}.{name}` depends on itself")));
+            }
+            toggle_open(("global", &open));
+            let val = in_frame(depth, |depth| self.global_uncached(module, name, depth));
+            IN_PROGRESS.with(|set| set.borrow_mut().remove(&open));
+            toggle_open(("global", &open));
+            val
+        })
     }
 
     fn global_uncached(&self, module: &str, name: &str, depth: u32) -> Option<Val> {
