@@ -12,6 +12,7 @@ use crate::gate::chunks::{
 };
 use crate::gate::exports;
 use crate::gate::feed::{Ask, Lowering, feed_parameters};
+use crate::gate::import_order::{Done, in_dependency_order};
 use crate::gate::index::{ModuleIndex, ReadLog, module_name};
 use crate::gate::ir::{ModuleIr, SharedModule, SiteKind};
 use crate::gate::lower::lower_parsed;
@@ -290,6 +291,14 @@ enum FileOutcome {
     Noted(Warning),
 }
 
+/// What the first pass makes of a file: judged at once, or a file with a token, lowered
+/// once the modules it imports from are (`lower_hits`).
+#[derive(Clone)]
+enum FirstPass {
+    Done(FileOutcome),
+    Hit { module: String, is_package: bool },
+}
+
 /// A file's `from ... import` statements (`exports::from_imports`), read in the first pass
 /// for `lower_importers`; `None` where the file has no module name or could not be read.
 type FileImports = Option<std::sync::Arc<[exports::FromImport]>>;
@@ -327,7 +336,7 @@ pub fn scan_overlay(
 #[derive(Default)]
 pub struct LoweringMemo {
     /// The first pass over every file, by relative path.
-    outcomes: std::sync::Mutex<HashMap<String, (FileOutcome, FileImports)>>,
+    outcomes: std::sync::Mutex<HashMap<String, (FirstPass, FileImports)>>,
     /// Lowerings with extra names (importers of device names, fed parameters).
     lowered: std::sync::Mutex<HashMap<LoweringKey, Lowered>>,
     /// The index of the site as it is on disk: every scan's index shares its whole parses
@@ -409,62 +418,43 @@ pub fn scan_overlay_with(
 
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let outcomes: Vec<(FileOutcome, FileImports)> = files
+    // First every file is read once: what it imports, and whether it holds a token. The
+    // files with one are lowered next, each after the modules it imports from
+    // (`lower_hits`).
+    let first: Vec<(FirstPass, FileImports)> = files
         .par_iter()
         .map(|file| {
             with_read_buffer(|buffer| {
                 let name = relative(Path::new(""), file);
                 let skipped = |message: String| {
-                    FileOutcome::Skipped(Warning {
+                    FirstPass::Done(FileOutcome::Skipped(Warning {
                         file: name.clone(),
                         line: None,
                         column: None,
                         message,
-                    })
+                    }))
                 };
                 // Edited text (apply's re-resolution) and file bytes go the same way.
-                let lower_bytes = |bytes: &[u8]| -> FileOutcome {
+                let judge = |bytes: &[u8]| -> FirstPass {
                     if let Some(why) = not_source_text(bytes) {
                         return skipped(format!(
                             "skipped: {why}; Python cannot import it, and gates in it are not reported"
                         ));
                     }
+                    let no_token = || lowering.token_starts(bytes, &parameter_names, &[]).is_empty();
                     let Some((module, is_package)) = module_name(file) else {
-                        let no_token = lowering.token_starts(bytes, &parameter_names, &[]).is_empty();
-                        return if options.prefilter && no_token {
-                            FileOutcome::Nothing
+                        return if options.prefilter && no_token() {
+                            FirstPass::Done(FileOutcome::Nothing)
                         } else {
                             skipped("skipped: not a Python module path".into())
                         };
                     };
-                    let ir = match lowering.lower(
-                        bytes,
-                        &module,
-                        is_package,
-                        &parameter_names,
-                        &[],
-                        &[],
-                    ) {
-                        Lowered::Ir(ir) => ir,
-                        // Not parsed, but not silently passed over: text that is not
-                        // UTF-8 is said as for a parsed file (`file_warnings`).
-                        Lowered::Nothing if std::str::from_utf8(bytes).is_err() => {
-                            return FileOutcome::Noted(Warning {
-                                file: name.clone(),
-                                line: None,
-                                column: None,
-                                message: NOT_UTF8.into(),
-                            });
-                        }
-                        Lowered::Nothing => return FileOutcome::Nothing,
-                    };
-                    let file_warnings = file_warnings(file, bytes, &ir.parse_errors, &ir.too_deep);
-                    if index.file(&module).is_none() {
-                        return skipped(format!(
-                            "skipped: module `{module}` is not in the site's module index"
-                        ));
+                    if options.prefilter && no_token() {
+                        // Not parsed, but not silently passed over: text that is not UTF-8
+                        // is said as for a parsed file (`file_warnings`).
+                        return FirstPass::Done(not_lowered(&name, bytes));
                     }
-                    FileOutcome::Parsed(name.clone(), ir, file_warnings)
+                    FirstPass::Hit { module, is_package }
                 };
                 let imports_of = |bytes: &[u8]| -> FileImports {
                     let (module, is_package) = module_name(file)?;
@@ -472,14 +462,14 @@ pub fn scan_overlay_with(
                 };
                 let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
                 if let Some(bytes) = edited {
-                    return (lower_bytes(bytes), imports_of(bytes));
+                    return (judge(bytes), imports_of(bytes));
                 }
                 if let Some(memo) = memo
                     && let Some(outcome) = memo.outcomes.lock().unwrap().get(&name)
                 {
                     return outcome.clone();
                 }
-                let mut from_disk = || -> (FileOutcome, FileImports) {
+                let mut from_disk = || -> (FirstPass, FileImports) {
                     let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes)
                     {
                         Ok(len) => len,
@@ -496,7 +486,7 @@ pub fn scan_overlay_with(
                         }
                     };
                     let bytes = &buffer[..len];
-                    (lower_bytes(bytes), imports_of(bytes))
+                    (judge(bytes), imports_of(bytes))
                 };
                 let outcome = from_disk();
                 if let Some(memo) = memo {
@@ -510,12 +500,26 @@ pub fn scan_overlay_with(
         })
         .collect();
     if timings {
+        eprintln!("scan: read {} files {:?}", files.len(), clock.elapsed());
+    }
+    let (outcomes, hit_names) = lower_hits(
+        first,
+        &files,
+        &site.root,
+        overlay,
+        &lowering,
+        &index,
+        &parameter_names,
+        &resolve,
+        options.max_file_bytes,
+    );
+    if timings {
         let parsed = outcomes
             .iter()
             .filter(|(o, _)| matches!(o, FileOutcome::Parsed(..)))
             .count();
         eprintln!(
-            "scan: read, parse and lower ({parsed} of {} files) {:?}",
+            "scan: read, parse and lower ({parsed} of {} files, in import order) {:?}",
             files.len(),
             clock.elapsed()
         );
@@ -541,6 +545,7 @@ pub fn scan_overlay_with(
     // Files that import a name another module binds from the device (`gate::exports`).
     let imported = lower_importers(
         &mut lowered,
+        hit_names,
         &files,
         &imports,
         &site.root,
@@ -756,12 +761,187 @@ pub fn scan_overlay_with(
     }
 }
 
+/// A file with a token that lowered to nothing (tokens only in comments or docstrings): not
+/// parsed, but not silently passed over where its bytes are not UTF-8.
+fn not_lowered(name: &str, bytes: &[u8]) -> FileOutcome {
+    if std::str::from_utf8(bytes).is_err() {
+        return FileOutcome::Noted(Warning {
+            file: name.to_string(),
+            line: None,
+            column: None,
+            message: NOT_UTF8.into(),
+        });
+    }
+    FileOutcome::Nothing
+}
+
+/// What a lowered module binds from the device for its importers (`gate::exports`). Names
+/// with a token are left out: the prefilter finds them in every file that uses them.
+fn exports_of(module: &ModuleIr, resolve: &Tokens) -> BTreeSet<String> {
+    module
+        .device_exports
+        .iter()
+        .filter(|name| !resolve.hit(name.as_bytes()))
+        .cloned()
+        .collect()
+}
+
+/// By module, the device names of other modules it was lowered with (`gate::exports`).
+type ImportedNames = HashMap<String, Vec<String>>;
+
+/// One file with a token, lowered by `lower_hits`.
+struct HitLowering {
+    outcome: FileOutcome,
+    /// The device names of other modules it was lowered with.
+    names: Vec<String>,
+    /// What it binds from the device for its importers.
+    exports: BTreeSet<String>,
+}
+
+/// Lowers the files in which the first pass found a token, each after the modules it
+/// imports from (`import_order`), with the names those bind from the device taken as
+/// arch-dependent (`gate::exports`): such a file needs no second lowering for them. Modules
+/// in an import cycle do not see each other's names here, nor does anyone see those of
+/// modules without a token: `lower_importers` adds those after, in its rounds. Returns every
+/// file's outcome in the files' order, and the names each module was lowered with (where
+/// there were any).
+#[allow(clippy::too_many_arguments)]
+fn lower_hits(
+    first: Vec<(FirstPass, FileImports)>,
+    files: &[PathBuf],
+    root: &Path,
+    overlay: &HashMap<String, Vec<u8>>,
+    lowering: &FileLowering,
+    index: &ModuleIndex,
+    parameter_names: &[String],
+    resolve: &Tokens,
+    max_file_bytes: u64,
+) -> (Vec<(FileOutcome, FileImports)>, ImportedNames) {
+    // The hits: (position in `files`, module, is_package).
+    let hits: Vec<(usize, &str, bool)> = first
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (pass, _))| match pass {
+            FirstPass::Hit { module, is_package } => Some((i, module.as_str(), *is_package)),
+            FirstPass::Done(_) => None,
+        })
+        .collect();
+    let by_module: HashMap<&str, usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(hit, (_, module, _))| (*module, hit))
+        .collect();
+    let statements = |hit: usize| first[hits[hit].0].1.as_deref().unwrap_or(&[]);
+    let deps: Vec<Vec<usize>> = (0..hits.len())
+        .map(|hit| {
+            let mut on: Vec<usize> = statements(hit)
+                .iter()
+                .filter_map(|statement| by_module.get(statement.module.as_str()).copied())
+                .filter(|&dep| dep != hit)
+                .collect();
+            on.sort_unstable();
+            on.dedup();
+            on
+        })
+        .collect();
+    let lower_one = |hit: usize, known: &BTreeMap<String, BTreeSet<String>>| -> HitLowering {
+        let (i, module, is_package) = hits[hit];
+        let file = &files[i];
+        let name = relative(Path::new(""), file);
+        let names = exports::device_names_imported_by(statements(hit), known);
+        let Some(bytes) = read_for_lowering(root, file, overlay, max_file_bytes) else {
+            return HitLowering {
+                outcome: FileOutcome::Skipped(Warning {
+                    file: name,
+                    line: None,
+                    column: None,
+                    message: "skipped: cannot read it again (it changed while the scan ran); gates in it are not reported".into(),
+                }),
+                names,
+                exports: BTreeSet::new(),
+            };
+        };
+        let edited = overlay.contains_key(&name);
+        let lowered = lowering.lower_file(
+            &bytes,
+            edited,
+            module,
+            is_package,
+            parameter_names,
+            &[],
+            &names,
+        );
+        let (outcome, exports) = match lowered {
+            Lowered::Ir(ir) => {
+                let file_warnings = file_warnings(file, &bytes, &ir.parse_errors, &ir.too_deep);
+                if index.file(module).is_none() {
+                    let warning = Warning {
+                        file: name,
+                        line: None,
+                        column: None,
+                        message: format!(
+                            "skipped: module `{module}` is not in the site's module index"
+                        ),
+                    };
+                    (FileOutcome::Skipped(warning), BTreeSet::new())
+                } else {
+                    let exports = exports_of(&ir, resolve);
+                    (FileOutcome::Parsed(name, ir, file_warnings), exports)
+                }
+            }
+            Lowered::Nothing => (not_lowered(&name, &bytes), BTreeSet::new()),
+        };
+        HitLowering {
+            outcome,
+            names,
+            exports,
+        }
+    };
+    let lowered: Vec<HitLowering> =
+        in_dependency_order(&deps, |members, done: &Done<HitLowering>| {
+            members
+                .par_iter()
+                .map(|&hit| {
+                    // What the modules it imports from bind from the device: those outside
+                    // its import cycle are lowered already.
+                    let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+                    for &dep in &deps[hit] {
+                        if let Some(done) = done.get(dep)
+                            && !done.exports.is_empty()
+                        {
+                            known.insert(hits[dep].1.to_string(), done.exports.clone());
+                        }
+                    }
+                    lower_one(hit, &known)
+                })
+                .collect()
+        });
+    let mut names: HashMap<String, Vec<String>> = HashMap::new();
+    let mut lowered = lowered.into_iter();
+    let outcomes = first
+        .into_iter()
+        .map(|(pass, imports)| match pass {
+            FirstPass::Done(outcome) => (outcome, imports),
+            FirstPass::Hit { module, .. } => {
+                let hit = lowered.next().expect("one lowering per hit");
+                if !hit.names.is_empty() {
+                    names.insert(module, hit.names);
+                }
+                (hit.outcome, imports)
+            }
+        })
+        .collect();
+    (outcomes, names)
+}
+
 /// Lowers, in rounds, the files that import a name another lowered module binds from the
 /// device (`gate::exports`), with that name taken as arch-dependent; a file lowered before
-/// is lowered again in place. Returns, by module, the names each was lowered with.
+/// (without that name) is lowered again in place. `imported`: the names each module was
+/// lowered with already (`lower_hits`). Returns, by module, the names each was lowered with.
 #[allow(clippy::too_many_arguments)]
 fn lower_importers(
     lowered: &mut Vec<(String, SharedModule, Vec<Warning>)>,
+    mut imported: HashMap<String, Vec<String>>,
     files: &[PathBuf],
     imports: &[FileImports],
     root: &Path,
@@ -771,16 +951,7 @@ fn lower_importers(
     resolve: &Tokens,
     max_file_bytes: u64,
 ) -> HashMap<String, Vec<String>> {
-    let mut imported: HashMap<String, Vec<String>> = HashMap::new();
-    // Names with a token are found by the prefilter in every file that uses them.
-    let exports_of = |module: &ModuleIr| -> BTreeSet<String> {
-        module
-            .device_exports
-            .iter()
-            .filter(|name| !resolve.hit(name.as_bytes()))
-            .cloned()
-            .collect()
-    };
+    let exports_of = |module: &ModuleIr| exports_of(module, resolve);
     let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (_, module, _) in lowered.iter() {
         let names = exports_of(module);

@@ -6,11 +6,14 @@
 //! (torch.cuda.get_device_capability()[0] >= 9 ...)`, and `chunk_o.py`, with no token of its
 //! own, decides `NUM_WARPS = [2, 4] if is_nvidia_hopper else [2, 4, 8]` on it; vllm's
 //! `sparse_attn_indexer.py` calls `mqa_logits_use_mx_scales()` from `utils/deep_gemm.py`.
-//! After the first lowering, each module's `device_exports` (module-level names bound from
-//! the device, `ModuleIr::device_exports`) are looked up in the `from ... import` statements
-//! of every file; a file that imports one is lowered (again) with the local name taken as
-//! arch-dependent, and what it re-exports feeds the next round. Which value the name holds is
-//! the resolver's business: it follows the import as for any other name.
+//! Each lowered module's `device_exports` (module-level names bound from the device,
+//! `ModuleIr::device_exports`) are looked up in the `from ... import` statements of the files
+//! that import it; such a file is lowered with the local name taken as arch-dependent. Files
+//! with a token are lowered in import order (`scan::lower_hits`), so they get their imports'
+//! names on their one lowering; the rounds of `scan::lower_importers` then add what that
+//! order cannot give (an import cycle, files without a token), what a file re-exports feeding
+//! the next round. Which value the name holds is the resolver's business: it follows the
+//! import as for any other name.
 //!
 //! Only `from m import name [as alias]` is followed (relative or absolute, also inside a
 //! function); `import m` then `m.name` is not, as no real gate seen so far reads a device flag
@@ -25,9 +28,10 @@ pub struct FromImport {
     pub names: Vec<(String, String)>,
 }
 
-/// Rounds of lowering importers: the second follows a re-export (`from .utils import flag`
-/// in a package's `__init__.py`) one module further. A third added 8 of 3,743 records on
-/// sglang 0.5.23 + flashinfer 0.7.2 (helper calls of unknown value) for ~0.4 s.
+/// Rounds of lowering importers after the token files' import-order lowering: the second
+/// follows a re-export (`from .utils import flag` in a package's `__init__.py`) one module
+/// further. A third added 8 of 3,743 records on sglang 0.5.23 + flashinfer 0.7.2 (helper
+/// calls of unknown value) for ~0.4 s, before the import order.
 pub const MAX_ROUNDS: usize = 2;
 
 /// The local names a file imports from `exports` (module → names it binds from the device),

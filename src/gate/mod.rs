@@ -3,6 +3,7 @@
 pub mod chunks;
 pub mod exports;
 pub mod feed;
+pub mod import_order;
 pub mod index;
 pub mod ir;
 pub mod limits;
