@@ -305,6 +305,8 @@ fn resolve_every_module(replay: bool) -> (Vec<String>, BTreeMap<String, u64>) {
 /// Values cut short (by the depth limit, a cycle) are replayed from where they were computed
 /// rather than worked out again (`resolve::Replay`): exact by construction, so every record of
 /// every fixture is the same with and without, and the fixtures compute less with.
+/// `cut_then_kept.py` reads a cut value again after what it needs was kept: a replay that
+/// ignored what was kept since (`resolve::Stance`) gives the cut there, and this test fails.
 #[test]
 fn replaying_values_cut_short_changes_no_record() {
     let (replayed, fewer) = resolve_every_module(true);
