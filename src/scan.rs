@@ -296,7 +296,12 @@ enum FileOutcome {
 #[derive(Clone)]
 enum FirstPass {
     Done(FileOutcome),
-    Hit { module: String, is_package: bool },
+    Hit {
+        module: String,
+        is_package: bool,
+        /// The file's size: lowering the largest first keeps the cores busy to the end.
+        size: usize,
+    },
 }
 
 /// A file's `from ... import` statements (`exports::from_imports`), read in the first pass
@@ -454,7 +459,11 @@ pub fn scan_overlay_with(
                         // is said as for a parsed file (`file_warnings`).
                         return FirstPass::Done(not_lowered(&name, bytes));
                     }
-                    FirstPass::Hit { module, is_package }
+                    FirstPass::Hit {
+                        module,
+                        is_package,
+                        size: bytes.len(),
+                    }
                 };
                 let imports_of = |bytes: &[u8]| -> FileImports {
                     let (module, is_package) = module_name(file)?;
@@ -817,19 +826,23 @@ fn lower_hits(
     resolve: &Tokens,
     max_file_bytes: u64,
 ) -> (Vec<(FileOutcome, FileImports)>, ImportedNames) {
-    // The hits: (position in `files`, module, is_package).
-    let hits: Vec<(usize, &str, bool)> = first
+    // The hits: (position in `files`, module, is_package, size).
+    let hits: Vec<(usize, &str, bool, usize)> = first
         .iter()
         .enumerate()
         .filter_map(|(i, (pass, _))| match pass {
-            FirstPass::Hit { module, is_package } => Some((i, module.as_str(), *is_package)),
+            FirstPass::Hit {
+                module,
+                is_package,
+                size,
+            } => Some((i, module.as_str(), *is_package, *size)),
             FirstPass::Done(_) => None,
         })
         .collect();
     let by_module: HashMap<&str, usize> = hits
         .iter()
         .enumerate()
-        .map(|(hit, (_, module, _))| (*module, hit))
+        .map(|(hit, (_, module, _, _))| (*module, hit))
         .collect();
     let statements = |hit: usize| first[hits[hit].0].1.as_deref().unwrap_or(&[]);
     let deps: Vec<Vec<usize>> = (0..hits.len())
@@ -845,7 +858,7 @@ fn lower_hits(
         })
         .collect();
     let lower_one = |hit: usize, known: &BTreeMap<String, BTreeSet<String>>| -> HitLowering {
-        let (i, module, is_package) = hits[hit];
+        let (i, module, is_package, _) = hits[hit];
         let file = &files[i];
         let name = relative(Path::new(""), file);
         let names = exports::device_names_imported_by(statements(hit), known);
@@ -897,8 +910,10 @@ fn lower_hits(
             exports,
         }
     };
-    let lowered: Vec<HitLowering> =
-        in_dependency_order(&deps, |members, done: &Done<HitLowering>| {
+    let lowered: Vec<HitLowering> = in_dependency_order(
+        &deps,
+        |hit| hits[hit].3 as u64,
+        |members, done: &Done<HitLowering>| {
             members
                 .par_iter()
                 .map(|&hit| {
@@ -915,7 +930,8 @@ fn lower_hits(
                     lower_one(hit, &known)
                 })
                 .collect()
-        });
+        },
+    );
     let mut names: HashMap<String, Vec<String>> = HashMap::new();
     let mut lowered = lowered.into_iter();
     let outcomes = first

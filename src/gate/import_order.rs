@@ -79,7 +79,13 @@ pub fn components(deps: &[Vec<usize>]) -> Vec<Vec<usize>> {
 /// far (`Done`), and returns one result per node in that order. What a node's work can
 /// read is its dependencies' results, never another member's of its own component, so the
 /// results do not depend on scheduling.
-pub fn in_dependency_order<T, F>(deps: &[Vec<usize>], work: F) -> Vec<T>
+/// `cost`: a node's expected share of the work; of the components ready at the start, the
+/// costliest run first, so that no long one is left to start when the rest are done.
+pub fn in_dependency_order<T, F>(
+    deps: &[Vec<usize>],
+    cost: impl Fn(usize) -> u64,
+    work: F,
+) -> Vec<T>
 where
     T: Send + Sync,
     F: Fn(&[usize], &Done<T>) -> Vec<T> + Sync,
@@ -109,9 +115,12 @@ where
     }
     let waiting: Vec<AtomicUsize> = waiting.into_iter().map(AtomicUsize::new).collect();
     let results: Vec<OnceLock<T>> = (0..deps.len()).map(|_| OnceLock::new()).collect();
-    let ready: Vec<usize> = (0..components.len())
+    let mut ready: Vec<usize> = (0..components.len())
         .filter(|&c| waiting[c].load(Ordering::Relaxed) == 0)
         .collect();
+    // A worker runs what it spawned last first (others take from the front): the cheapest
+    // are spawned first.
+    ready.sort_by_key(|&c| components[c].iter().map(|&m| cost(m)).sum::<u64>());
     let shared = Shared {
         components: &components,
         dependents: &dependents,
@@ -203,25 +212,29 @@ mod tests {
         // 0 and 1 import each other; 2 imports 0; 3 imports 2 and 1; 4 imports nothing.
         let deps = vec![vec![1], vec![0], vec![0], vec![2, 1], vec![]];
         // A node's result: 1 + the largest result among its dependencies outside its cycle.
-        let depth = in_dependency_order(&deps, |members, done| {
-            members
-                .iter()
-                .map(|&m| {
-                    let seen: Vec<usize> = deps[m]
-                        .iter()
-                        .filter(|d| !members.contains(d))
-                        .map(|&d| *done.get(d).expect("a dependency outside the cycle is done"))
-                        .collect();
-                    for other in members {
-                        assert!(
-                            done.get(*other).is_none(),
-                            "a member of the cycle is not done yet"
-                        );
-                    }
-                    1 + seen.into_iter().max().unwrap_or(0)
-                })
-                .collect()
-        });
+        let depth = in_dependency_order(
+            &deps,
+            |_| 1,
+            |members, done| {
+                members
+                    .iter()
+                    .map(|&m| {
+                        let seen: Vec<usize> = deps[m]
+                            .iter()
+                            .filter(|d| !members.contains(d))
+                            .map(|&d| *done.get(d).expect("a dependency outside the cycle is done"))
+                            .collect();
+                        for other in members {
+                            assert!(
+                                done.get(*other).is_none(),
+                                "a member of the cycle is not done yet"
+                            );
+                        }
+                        1 + seen.into_iter().max().unwrap_or(0)
+                    })
+                    .collect()
+            },
+        );
         assert_eq!(depth, vec![1, 1, 2, 3, 1]);
     }
 }
