@@ -61,32 +61,30 @@ pub fn device_names_imported_by(
 /// name nothing here (the resolver follows them).
 pub fn from_imports(source: &[u8], module: &str, is_package: bool) -> Vec<FromImport> {
     let mut out = Vec::new();
+    // Where the next statement may start: past the end of the last one read.
     let mut at = 0;
-    while at < source.len() {
-        let line_end = memchr::memchr(b'\n', &source[at..]).map_or(source.len(), |i| at + i);
-        let line = &source[at..line_end];
-        let code = trim_start(line);
-        if let Some(rest) = code.strip_prefix(b"from ") {
-            let statement_start = line_end - rest.len();
-            let end = statement_end(source, statement_start);
-            if let Some(statement) = parse_from(&source[statement_start..end], module, is_package) {
-                out.push(statement);
-            }
-            at = end.max(line_end);
-        } else {
-            at = line_end;
+    // Every file of the site is read for its imports: jump from one `from ` to the next
+    // instead of walking every line, and keep those that begin their line's code.
+    for from in memchr::memmem::find_iter(source, b"from ") {
+        if from < at {
+            continue;
         }
-        at += 1;
+        let line_start = memchr::memrchr(b'\n', &source[..from]).map_or(0, |i| i + 1);
+        if !source[line_start..from]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t'))
+        {
+            continue;
+        }
+        let line_end = memchr::memchr(b'\n', &source[from..]).map_or(source.len(), |i| from + i);
+        let statement_start = from + b"from ".len();
+        let end = statement_end(source, statement_start);
+        if let Some(statement) = parse_from(&source[statement_start..end], module, is_package) {
+            out.push(statement);
+        }
+        at = end.max(line_end) + 1;
     }
     out
-}
-
-fn trim_start(line: &[u8]) -> &[u8] {
-    let skip = line
-        .iter()
-        .take_while(|b| matches!(b, b' ' | b'\t'))
-        .count();
-    &line[skip..]
 }
 
 /// Where the statement starting at `from` ends: the end of its line, unless a `(` is open
@@ -215,6 +213,73 @@ x = 'from a.fla.utils import not_an_import'\n";
             &exports("a.fla.utils", &["is_nvidia_hopper"]),
         );
         assert!(names.is_empty(), "{names:?}");
+    }
+
+    /// `from_imports` as it was, walking every line: the jumping one must agree with it.
+    fn from_imports_line_by_line(source: &[u8], module: &str, is_package: bool) -> Vec<FromImport> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < source.len() {
+            let line_end = memchr::memchr(b'\n', &source[at..]).map_or(source.len(), |i| at + i);
+            let line = &source[at..line_end];
+            let skip = line
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .count();
+            if let Some(rest) = line[skip..].strip_prefix(b"from ") {
+                let statement_start = line_end - rest.len();
+                let end = statement_end(source, statement_start);
+                if let Some(statement) =
+                    parse_from(&source[statement_start..end], module, is_package)
+                {
+                    out.push(statement);
+                }
+                at = end.max(line_end);
+            } else {
+                at = line_end;
+            }
+            at += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn jumping_to_each_from_reads_what_walking_every_line_reads() {
+        let mut sources: Vec<Vec<u8>> = vec![
+            b"from a import b\nx = 1  # from c import d\n  from .e import (\n f,\n from_g)\n"
+                .to_vec(),
+            b"s = '''\nfrom h import i\n'''\n\tfrom j import k as l\nfrom\nfrom m import\\\n n\n"
+                .to_vec(),
+            b"from p import q".to_vec(),
+            b"x=1\r\nfrom r import s\r\n  y = from_t\nfrom  u import v\n".to_vec(),
+            b"from (\nfrom w import x)\nfrom y import z\n".to_vec(),
+        ];
+        // And every Python file of the test data.
+        let mut stack = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata"
+        ))];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    sources.push(std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        assert!(sources.len() > 100, "{} sources", sources.len());
+        let mut statements = 0;
+        for source in &sources {
+            for (module, is_package) in [("a.b.c", false), ("a.b", true)] {
+                let jumping = from_imports(source, module, is_package);
+                let walking = from_imports_line_by_line(source, module, is_package);
+                assert_eq!(jumping, walking, "{}", String::from_utf8_lossy(source));
+                statements += jumping.len();
+            }
+        }
+        assert!(statements > 100, "{statements} statements");
     }
 
     #[test]

@@ -233,6 +233,11 @@ pub fn def_parameter_starts(bytes: &[u8], names: &[String]) -> Vec<usize> {
     if names.is_empty() {
         return out;
     }
+    // Built once per file, not per definition and name: a module has hundreds of defs.
+    let finders: Vec<memchr::memmem::Finder> = names
+        .iter()
+        .map(|name| memchr::memmem::Finder::new(name.as_bytes()))
+        .collect();
     for def in memchr::memmem::find_iter(bytes, b"def ") {
         if def > 0 && !matches!(bytes[def - 1], b' ' | b'\t' | b'\n') {
             continue;
@@ -265,9 +270,9 @@ pub fn def_parameter_starts(bytes: &[u8], names: &[String]) -> Vec<usize> {
         }
         let Some(close) = close else { continue };
         let params = &bytes[open + 1..close];
-        for name in names {
-            for at in memchr::memmem::find_iter(params, name.as_bytes()) {
-                let end = at + name.len();
+        for finder in &finders {
+            for at in finder.find_iter(params) {
+                let end = at + finder.needle().len();
                 let ident = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
                 let before = params[..at].iter().rev().find(|c| !c.is_ascii_whitespace());
                 let after = params[end..].iter().find(|c| !c.is_ascii_whitespace());
