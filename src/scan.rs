@@ -292,15 +292,14 @@ enum FileOutcome {
 }
 
 /// What the first pass makes of a file: judged at once, or a file with a token, lowered
-/// once the modules it imports from are (`lower_hits`).
+/// once the modules it imports from are (`lower_hits`), from the bytes read here.
 #[derive(Clone)]
 enum FirstPass {
     Done(FileOutcome),
     Hit {
         module: String,
         is_package: bool,
-        /// The file's size: lowering the largest first keeps the cores busy to the end.
-        size: usize,
+        bytes: std::sync::Arc<[u8]>,
     },
 }
 
@@ -462,7 +461,7 @@ pub fn scan_overlay_with(
                     FirstPass::Hit {
                         module,
                         is_package,
-                        size: bytes.len(),
+                        bytes: bytes.into(),
                     }
                 };
                 let imports_of = |bytes: &[u8]| -> FileImports {
@@ -514,13 +513,11 @@ pub fn scan_overlay_with(
     let (outcomes, hit_names) = lower_hits(
         first,
         &files,
-        &site.root,
         overlay,
         &lowering,
         &index,
         &parameter_names,
         &resolve,
-        options.max_file_bytes,
     );
     if timings {
         let parsed = outcomes
@@ -814,37 +811,45 @@ struct HitLowering {
 /// modules without a token: `lower_importers` adds those after, in its rounds. Returns every
 /// file's outcome in the files' order, and the names each module was lowered with (where
 /// there were any).
-#[allow(clippy::too_many_arguments)]
 fn lower_hits(
     first: Vec<(FirstPass, FileImports)>,
     files: &[PathBuf],
-    root: &Path,
     overlay: &HashMap<String, Vec<u8>>,
     lowering: &FileLowering,
     index: &ModuleIndex,
     parameter_names: &[String],
     resolve: &Tokens,
-    max_file_bytes: u64,
 ) -> (Vec<(FileOutcome, FileImports)>, ImportedNames) {
-    // The hits: (position in `files`, module, is_package, size).
-    let hits: Vec<(usize, &str, bool, usize)> = first
+    struct Hit<'a> {
+        /// Position in `files`.
+        file: usize,
+        module: &'a str,
+        is_package: bool,
+        bytes: &'a [u8],
+    }
+    let hits: Vec<Hit> = first
         .iter()
         .enumerate()
-        .filter_map(|(i, (pass, _))| match pass {
+        .filter_map(|(file, (pass, _))| match pass {
             FirstPass::Hit {
                 module,
                 is_package,
-                size,
-            } => Some((i, module.as_str(), *is_package, *size)),
+                bytes,
+            } => Some(Hit {
+                file,
+                module,
+                is_package: *is_package,
+                bytes,
+            }),
             FirstPass::Done(_) => None,
         })
         .collect();
     let by_module: HashMap<&str, usize> = hits
         .iter()
         .enumerate()
-        .map(|(hit, (_, module, _, _))| (*module, hit))
+        .map(|(at, hit)| (hit.module, at))
         .collect();
-    let statements = |hit: usize| first[hits[hit].0].1.as_deref().unwrap_or(&[]);
+    let statements = |hit: usize| first[hits[hit].file].1.as_deref().unwrap_or(&[]);
     let deps: Vec<Vec<usize>> = (0..hits.len())
         .map(|hit| {
             let mut on: Vec<usize> = statements(hit)
@@ -858,25 +863,18 @@ fn lower_hits(
         })
         .collect();
     let lower_one = |hit: usize, known: &BTreeMap<String, BTreeSet<String>>| -> HitLowering {
-        let (i, module, is_package, _) = hits[hit];
-        let file = &files[i];
+        let Hit {
+            file,
+            module,
+            is_package,
+            bytes,
+        } = hits[hit];
+        let file = &files[file];
         let name = relative(Path::new(""), file);
         let names = exports::device_names_imported_by(statements(hit), known);
-        let Some(bytes) = read_for_lowering(root, file, overlay, max_file_bytes) else {
-            return HitLowering {
-                outcome: FileOutcome::Skipped(Warning {
-                    file: name,
-                    line: None,
-                    column: None,
-                    message: "skipped: cannot read it again (it changed while the scan ran); gates in it are not reported".into(),
-                }),
-                names,
-                exports: BTreeSet::new(),
-            };
-        };
         let edited = overlay.contains_key(&name);
         let lowered = lowering.lower_file(
-            &bytes,
+            bytes,
             edited,
             module,
             is_package,
@@ -886,7 +884,7 @@ fn lower_hits(
         );
         let (outcome, exports) = match lowered {
             Lowered::Ir(ir) => {
-                let file_warnings = file_warnings(file, &bytes, &ir.parse_errors, &ir.too_deep);
+                let file_warnings = file_warnings(file, bytes, &ir.parse_errors, &ir.too_deep);
                 if index.file(module).is_none() {
                     let warning = Warning {
                         file: name,
@@ -902,7 +900,7 @@ fn lower_hits(
                     (FileOutcome::Parsed(name, ir, file_warnings), exports)
                 }
             }
-            Lowered::Nothing => (not_lowered(&name, &bytes), BTreeSet::new()),
+            Lowered::Nothing => (not_lowered(&name, bytes), BTreeSet::new()),
         };
         HitLowering {
             outcome,
@@ -912,7 +910,8 @@ fn lower_hits(
     };
     let lowered: Vec<HitLowering> = in_dependency_order(
         &deps,
-        |hit| hits[hit].3 as u64,
+        // The largest files first: none left to start when the rest are done.
+        |hit| hits[hit].bytes.len() as u64,
         |members, done: &Done<HitLowering>| {
             members
                 .par_iter()
@@ -924,7 +923,7 @@ fn lower_hits(
                         if let Some(done) = done.get(dep)
                             && !done.exports.is_empty()
                         {
-                            known.insert(hits[dep].1.to_string(), done.exports.clone());
+                            known.insert(hits[dep].module.to_string(), done.exports.clone());
                         }
                     }
                     lower_one(hit, &known)
