@@ -28,6 +28,7 @@ use std::collections::{HashMap, HashSet};
 
 use memchr::memmem;
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arch::Arch;
 
@@ -280,8 +281,9 @@ impl DslIndex {
         // modules, definitions of its own module), so `run -> compile -> Kernel` is one kernel.
         // A vendored copy (`flashinfer.data.cutlass.python.CuTeDSL.cutlass.utils.x`) is
         // imported as `cutlass.utils.x`: it is known by both names.
-        type Key = (String, String);
-        let mut built: HashMap<Key, Vec<OpUse>> = HashMap::new();
+        // Module -> top-level definition -> the ops it builds, borrowing the builders' names
+        // (the rounds look up every helper call each round: no key is cloned to look up).
+        let mut built: FxHashMap<&str, FxHashMap<&str, Built>> = FxHashMap::default();
         // Modules that call NVVM intrinsics themselves: thin wrappers of instructions
         // (`_tcgen05.alloc`), part of whatever kernel calls them.
         let intrinsic_wrappers: HashSet<&str> = builders
@@ -299,17 +301,21 @@ impl DslIndex {
             }
             for op_use in &builder.uses {
                 built
-                    .entry((builder.module.to_string(), op_use.group.clone()))
+                    .entry(builder.module)
+                    .or_default()
+                    .entry(op_use.group.as_str())
                     .or_default()
                     .push(op_use.clone());
             }
         }
         const ROUNDS: usize = 4;
         for _ in 0..ROUNDS {
-            let mut added: Vec<(Key, OpUse)> = Vec::new();
+            let mut added: Vec<(&str, &str, OpUse)> = Vec::new();
+            // (module, definition, op) of what `added` holds.
+            let mut adding: FxHashSet<(&str, &str, &str)> = FxHashSet::default();
             for builder in &builders {
                 for (line, group, called, function) in &builder.helper_calls {
-                    let module = aliases.get(called).unwrap_or(called);
+                    let module = aliases.get(called).unwrap_or(called).as_str();
                     // A function of another library module may dispatch (a DSL path for one
                     // arch, a JIT or native one for others): the linker follows it instead.
                     // What a kernel is made of: the DSL's own helpers, kernel classes, and
@@ -317,18 +323,21 @@ impl DslIndex {
                     let part_of_kernel = module == builder.module
                         || module.split('.').any(|segment| segment == "cutlass")
                         || function.starts_with(|c: char| c.is_ascii_uppercase())
-                        || intrinsic_wrappers.contains(module.as_str());
+                        || intrinsic_wrappers.contains(module);
                     if !part_of_kernel {
                         continue;
                     }
-                    let Some(callee) = built.get(&(module.clone(), function.clone())) else {
+                    let Some(callee) = built.get(module).and_then(|m| m.get(function.as_str()))
+                    else {
                         continue;
                     };
-                    let key = (builder.module.to_string(), group.clone());
-                    let have = built.get(&key);
-                    for op_use in callee {
-                        let known = have.is_some_and(|h| h.iter().any(|u| u.op == op_use.op))
-                            || added.iter().any(|(k, u)| *k == key && u.op == op_use.op);
+                    let have = built
+                        .get(builder.module)
+                        .and_then(|m| m.get(group.as_str()));
+                    for op_use in &callee.uses {
+                        let key = (builder.module, group.as_str(), op_use.op.as_str());
+                        let known = have.is_some_and(|h| h.ops.contains(op_use.op.as_str()))
+                            || adding.contains(&key);
                         if known {
                             continue;
                         }
@@ -341,8 +350,10 @@ impl DslIndex {
                             Some(deeper) => format!("{via} > {deeper}"),
                             None => via,
                         };
+                        adding.insert(key);
                         added.push((
-                            key.clone(),
+                            builder.module,
+                            group.as_str(),
                             OpUse {
                                 op: op_use.op.clone(),
                                 line: *line,
@@ -353,16 +364,25 @@ impl DslIndex {
                     }
                 }
             }
+            drop(adding);
             if added.is_empty() {
                 break;
             }
-            for (key, op_use) in added {
-                built.entry(key).or_default().push(op_use);
+            for (module, group, op_use) in added {
+                built
+                    .entry(module)
+                    .or_default()
+                    .entry(group)
+                    .or_default()
+                    .push(op_use);
             }
         }
-        let mut per_module: HashMap<String, Vec<OpUse>> = HashMap::new();
-        for ((module, _), uses) in built {
-            per_module.entry(module).or_default().extend(uses);
+        let mut per_module: HashMap<&str, Vec<OpUse>> = HashMap::new();
+        for (module, groups) in built {
+            let uses = per_module.entry(module).or_default();
+            for (_, group) in groups {
+                uses.extend(group.uses);
+            }
         }
         for builder in &builders {
             let Some(mut uses) = per_module.remove(builder.module) else {
@@ -741,6 +761,23 @@ impl FilterParser<'_> {
 /// cutlass.utils.blackwell_helpers as sm100_utils`) or imported by name.
 type HelperCall = (u32, String, String, String);
 
+/// The ops one top-level definition builds, in the order found, and the set of them (the
+/// rounds ask of every helper call whether its definition already builds an op).
+#[derive(Default)]
+struct Built {
+    uses: Vec<OpUse>,
+    ops: FxHashSet<String>,
+}
+
+impl Built {
+    fn push(&mut self, op_use: OpUse) {
+        if !self.ops.contains(op_use.op.as_str()) {
+            self.ops.insert(op_use.op.clone());
+        }
+        self.uses.push(op_use);
+    }
+}
+
 fn calls(
     text: &str,
     module: &str,
@@ -832,11 +869,17 @@ struct Imports {
 impl Imports {
     fn read(text: &str, module: &str, ops: &HashMap<String, Op>, namespaces: &[String]) -> Imports {
         let mut imports = Imports::default();
-        let lines: Vec<&str> = text.lines().collect();
+        let lines = lines_of(text);
         let mut i = 0;
         while i < lines.len() {
-            let line = lines[i].trim();
+            let (_, line) = lines[i];
             i += 1;
+            // Most lines start with neither `import` nor `from`: not trimmed.
+            let first = line.bytes().find(|b| !matches!(b, b'\t'..=b'\r' | b' '));
+            if !matches!(first, Some(b'i' | b'f' | 0x80..)) {
+                continue;
+            }
+            let line = line.trim();
             if let Some(rest) = line.strip_prefix("import ") {
                 for item in rest.split(',') {
                     let mut parts = item.trim().split(" as ");
@@ -863,7 +906,7 @@ impl Imports {
             if names.trim_start().starts_with('(') {
                 while !names.contains(')') && i < lines.len() && i < lines.len() + 64 {
                     names.push(',');
-                    names.push_str(lines[i].trim());
+                    names.push_str(lines[i].1.trim());
                     i += 1;
                 }
             }
@@ -927,8 +970,7 @@ struct Groups {
 impl Groups {
     fn new(text: &str) -> Groups {
         let mut starts = Vec::new();
-        let mut offset = 0;
-        for line in text.split_inclusive('\n') {
+        for (offset, line) in lines_of(text) {
             let first = line.as_bytes().first().copied();
             if first
                 .is_some_and(|b| !b.is_ascii_whitespace() && b != b'#' && b != b')' && b != b'@')
@@ -947,7 +989,6 @@ impl Groups {
                     .unwrap_or_else(|| "<module>".to_string());
                 starts.push((offset, name));
             }
-            offset += line.len();
         }
         Groups { starts }
     }
@@ -964,6 +1005,21 @@ impl Groups {
             &self.starts[i - 1].1
         }
     }
+}
+
+/// The lines of `text` with their offsets, without their `\n` (a `\r` before it stays): what
+/// `str::lines` gives, found with memchr's vectorised search.
+fn lines_of(text: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for newline in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        lines.push((start, &text[start..newline]));
+        start = newline + 1;
+    }
+    if start < text.len() {
+        lines.push((start, &text[start..]));
+    }
+    lines
 }
 
 fn in_comment(bytes: &[u8], at: usize) -> bool {
