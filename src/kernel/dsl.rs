@@ -217,7 +217,7 @@ impl DslIndex {
             if memmem::find(src, b"Op").is_none() {
                 continue;
             }
-            let text = String::from_utf8_lossy(src);
+            let text = text_of(src);
             for class in classes(&text) {
                 by_namespace
                     .entry(namespace.to_string())
@@ -249,7 +249,7 @@ impl DslIndex {
             );
         }
         let namespaces: Vec<String> = by_namespace.keys().cloned().collect();
-        let op_names: HashSet<&str> = index
+        let op_names: FxHashSet<&str> = index
             .ops
             .keys()
             .filter_map(|k| k.split_once('.').map(|(_, name)| name))
@@ -265,7 +265,7 @@ impl DslIndex {
             })
             .filter_map(|(path, module, src)| {
                 let module = module.expect("filtered");
-                let text = String::from_utf8_lossy(src);
+                let text = text_of(src);
                 let (uses, helper_calls) = calls(&text, module, &index.ops, &op_names, &namespaces);
                 (!uses.is_empty() || !helper_calls.is_empty()).then_some(Builder {
                     path,
@@ -782,7 +782,7 @@ fn calls(
     text: &str,
     module: &str,
     ops: &HashMap<String, Op>,
-    op_names: &HashSet<&str>,
+    op_names: &FxHashSet<&str>,
     namespaces: &[String],
 ) -> (Vec<OpUse>, Vec<HelperCall>) {
     let imports = Imports::read(text, module, ops, namespaces);
@@ -858,12 +858,12 @@ fn calls(
 #[derive(Default)]
 struct Imports {
     /// Local name → op key (`from cutlass.cute.nvgpu.tcgen05 import MmaF16BF16Op as Mma`).
-    ops: HashMap<String, String>,
+    ops: FxHashMap<String, String>,
     /// Local dotted name → module (`import cutlass.utils.blackwell_helpers as sm100_utils`;
     /// `from cutlass.utils import blackwell_helpers`).
-    modules: HashMap<String, String>,
+    modules: FxHashMap<String, String>,
     /// Local name → (module, function) (`from cutlass.utils.blackwell_helpers import make_smem_layout_a`).
-    functions: HashMap<String, (String, String)>,
+    functions: FxHashMap<String, (String, String)>,
 }
 
 impl Imports {
@@ -1004,6 +1004,15 @@ impl Groups {
         } else {
             &self.starts[i - 1].1
         }
+    }
+}
+
+/// A file's text: borrowed when it is UTF-8, as nearly every file is (`from_utf8` checks
+/// ASCII runs a word at a time; the lossy conversion walks every character).
+fn text_of(src: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(src) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(src),
     }
 }
 

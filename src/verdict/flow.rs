@@ -80,10 +80,13 @@ struct Place<'t> {
 impl Reader<'_> {
     /// Where the reads of `key` (found by `hits`, every occurrence of its name) lead.
     pub fn reads(&self, key: &FlagKey, hits: &[Hit]) -> Vec<Hop> {
+        // Hits come in file order: whether a file stores its own attribute of the name is
+        // asked once per file, not once per hit (a common name has thousands).
+        let mut own_attribute: Option<(usize, bool)> = None;
         let reads: Vec<Hit> = hits
             .iter()
             .copied()
-            .filter(|hit| self.is_read(key, hit))
+            .filter(|hit| self.is_read(key, hit, &mut own_attribute))
             .collect();
         if reads.is_empty() {
             // A function nobody on the site calls is an entry point: what its exit guards
@@ -169,7 +172,9 @@ impl Reader<'_> {
 
     /// Whether an occurrence of the name is a read of the flag (not a store, a definition, or
     /// the same name in an unrelated place).
-    fn is_read(&self, key: &FlagKey, hit: &Hit) -> bool {
+    ///
+    /// `own_attribute` remembers `another_class_attribute` for the last file asked.
+    fn is_read(&self, key: &FlagKey, hit: &Hit, own_attribute: &mut Option<(usize, bool)>) -> bool {
         let file = &self.text.files[hit.file];
         let src = &file.src;
         let before = hit.start.checked_sub(1).map(|i| src[i]);
@@ -181,7 +186,16 @@ impl Reader<'_> {
         };
         match key {
             FlagKey::Attr { name, path } => {
-                before == Some(b'.') && !stores && !self.another_class_attribute(name, path, hit)
+                before == Some(b'.')
+                    && !stores
+                    && !match *own_attribute {
+                        Some((file, other)) if file == hit.file => other,
+                        _ => {
+                            let other = self.another_class_attribute(name, path, hit);
+                            *own_attribute = Some((hit.file, other));
+                            other
+                        }
+                    }
             }
             FlagKey::Env(_) => {
                 let quoted = matches!(before, Some(b'"' | b'\''))
