@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::cpp::{self, CExpr, Check, KernelDef};
 use super::layer_rules::{Holds, JitTarget, LayerRules, parse_cuda};
 use super::preproc::{self, Directive, DirectiveKind, Env, Tri};
-use super::sources::{GeneratorFile, SourceSet, generator_sources};
+use super::sources::{FileIncludes, GeneratorFile, SourceSet, file_includes, generator_sources};
 use crate::arch::{Arch, Variant};
 
 // ------------------------------------------------------------------------------------------
@@ -210,6 +210,8 @@ pub struct LayerIndex {
     generators: Cells<(String, String), GeneratorSources>,
     /// The Python files generators are read from, parsed.
     generator_files: Cells<String, GeneratorFile>,
+    /// What each C++ file includes, resolved (`sources::file_includes`).
+    includes: Cells<String, FileIncludes>,
 }
 
 /// Keys to values computed once each.
@@ -241,7 +243,12 @@ impl LayerIndex {
                 let parsed = cell(&self.generator_files, file.to_string())
                     .get_or_init(|| Arc::new(GeneratorFile::read(root, file)))
                     .clone();
-                let set = generator_sources(root, &parsed, file, function, rules);
+                let includes_of = |path: &str| {
+                    cell(&self.includes, path.to_string())
+                        .get_or_init(|| Arc::new(file_includes(root, rules, path)))
+                        .clone()
+                };
+                let set = generator_sources(root, &parsed, file, function, rules, &includes_of);
                 let files = set
                     .files
                     .iter()

@@ -8,8 +8,9 @@
 //! Nothing is guessed: an element gatefix cannot resolve is listed as unresolved, and a
 //! generator with no resolved source says so.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use tree_sitter::{Node, Parser};
 
@@ -46,6 +47,10 @@ pub struct SourceSet {
 #[derive(Debug)]
 pub struct GeneratorFile {
     parsed: Result<(String, tree_sitter::Tree), String>,
+    /// Function name → byte range of the definition `find_function` picks: the outermost,
+    /// and of those the last in the file (what a module that defines a name twice binds).
+    /// Found in one walk: a file of many generators is asked for each, and for their helpers.
+    functions: HashMap<String, (usize, usize)>,
 }
 
 impl GeneratorFile {
@@ -67,7 +72,21 @@ impl GeneratorFile {
                 None => Err(format!("{file} did not parse")),
             }
         })();
-        GeneratorFile { parsed }
+        let functions = match &parsed {
+            Ok((text, tree)) => function_index(tree.root_node(), text.as_bytes()),
+            Err(_) => HashMap::new(),
+        };
+        GeneratorFile { parsed, functions }
+    }
+
+    /// The definition of function `name` (see `functions`).
+    fn function<'t>(&self, tree: &'t tree_sitter::Tree, name: &str) -> Option<Node<'t>> {
+        let &(start, end) = self.functions.get(name)?;
+        let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
+        while node.kind() != "function_definition" {
+            node = node.parent()?;
+        }
+        Some(node)
     }
 }
 
@@ -79,6 +98,7 @@ pub fn generator_sources(
     file: &str,
     function: &str,
     rules: &LayerRules,
+    includes_of: &dyn Fn(&str) -> Arc<FileIncludes>,
 ) -> SourceSet {
     let mut set = SourceSet::default();
     let (text, tree) = match &generated.parsed {
@@ -90,7 +110,7 @@ pub fn generator_sources(
     };
     let src = text.as_bytes();
     let name = function.rsplit('.').next().unwrap_or(function);
-    let Some(def) = find_function(tree.root_node(), src, name) else {
+    let Some(def) = generated.function(tree, name) else {
         set.why_none = Some(format!("no function `{name}` in {file}"));
         return set;
     };
@@ -102,7 +122,7 @@ pub fn generator_sources(
             if callee == name {
                 continue;
             }
-            if let Some(helper) = find_function(tree.root_node(), src, &callee) {
+            if let Some(helper) = generated.function(tree, &callee) {
                 calls = spec_calls(helper, src, rules);
                 if !calls.is_empty() {
                     break;
@@ -158,7 +178,7 @@ pub fn generator_sources(
         ));
         return set;
     }
-    follow_includes(root, rules, &mut set);
+    follow_includes(includes_of, &mut set);
     set
 }
 
@@ -166,36 +186,32 @@ fn node_text<'a>(node: Node, src: &'a [u8]) -> &'a str {
     node.utf8_text(src).unwrap_or("")
 }
 
-fn find_function<'t>(root: Node<'t>, src: &[u8], name: &str) -> Option<Node<'t>> {
-    let mut stack = vec![root];
-    let mut found = None;
-    while let Some(node) = stack.pop() {
+/// Every function definition's name with the byte range of the one `GeneratorFile::function`
+/// gives: of the least deep, the first one a depth-first walk that takes the last child
+/// first meets (the last in the file).
+fn function_index(root: Node, src: &[u8]) -> HashMap<String, (usize, usize)> {
+    let mut found: HashMap<String, (usize, (usize, usize))> = HashMap::new();
+    let mut stack = vec![(root, 0usize)];
+    while let Some((node, depth)) = stack.pop() {
         if node.kind() == "function_definition"
-            && node
-                .child_by_field_name("name")
-                .is_some_and(|n| node_text(n, src) == name)
+            && let Some(name) = node.child_by_field_name("name")
         {
-            // Prefer the outermost definition (top level before nested ones).
-            let depth = depth_of(node);
-            if found.is_none_or(|(d, _)| depth < d) {
-                found = Some((depth, node));
+            let range = (node.start_byte(), node.end_byte());
+            match found.get_mut(node_text(name, src)) {
+                Some(known) if depth < known.0 => *known = (depth, range),
+                Some(_) => {}
+                None => {
+                    found.insert(node_text(name, src).to_string(), (depth, range));
+                }
             }
-            continue;
         }
         let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
+        stack.extend(node.children(&mut cursor).map(|child| (child, depth + 1)));
     }
-    found.map(|(_, n)| n)
-}
-
-fn depth_of(node: Node) -> usize {
-    let mut depth = 0;
-    let mut at = node;
-    while let Some(parent) = at.parent() {
-        depth += 1;
-        at = parent;
-    }
-    depth
+    found
+        .into_iter()
+        .map(|(name, (_, range))| (name, range))
+        .collect()
 }
 
 /// Calls whose callee's last segment is a spec constructor, with the function they are in.
@@ -487,7 +503,70 @@ pub fn normalize(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn follow_includes(root: &Path, rules: &LayerRules, set: &mut SourceSet) {
+/// What one file's `#include`s resolve to, in order: read once however many generators
+/// reach the file (the headers of a library are shared by most of its builds).
+#[derive(Debug, Default)]
+pub struct FileIncludes {
+    /// Site-relative files, in include order (a file may repeat).
+    found: Vec<String>,
+    /// Quoted includes resolved in a declared external folder (not read).
+    external: usize,
+    /// `file:line "path"` of quoted includes found nowhere.
+    missing: Vec<String>,
+}
+
+/// Resolves the includes of the site-relative `file`: a quoted include from the file's own
+/// folder first, then the declared include folders; an unreadable file includes nothing.
+pub fn file_includes(root: &Path, rules: &LayerRules, file: &str) -> FileIncludes {
+    let mut out = FileIncludes::default();
+    let Ok(bytes) = std::fs::read(root.join(file)) else {
+        return out;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let code = super::cpp::blank(&text);
+    let (dirs, _) = super::preproc::directives(&code);
+    let folder = Path::new(file)
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    for include in super::cpp::includes(&text, &dirs) {
+        let mut candidates = Vec::new();
+        if !include.angled {
+            candidates.push(folder.join(&include.path));
+        }
+        candidates.extend(
+            rules
+                .include_dirs
+                .iter()
+                .map(|d| Path::new(d).join(&include.path)),
+        );
+        let found = candidates
+            .iter()
+            .filter_map(|c| normalize(&c.to_string_lossy()))
+            .find(|c| root.join(c).is_file());
+        match found {
+            Some(path) => out.found.push(path),
+            None => {
+                let external = rules.external_include_dirs.iter().any(|d| {
+                    normalize(&Path::new(d).join(&include.path).to_string_lossy())
+                        .is_some_and(|p| root.join(p).is_file())
+                });
+                if external {
+                    out.external += 1;
+                } else if include.angled {
+                    // A system or toolkit header (`<cuda_fp16.h>`): not the site's.
+                } else {
+                    out.missing
+                        .push(format!("{file}:{} \"{}\"", include.line, include.path));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every file the roots include, breadth first, each once, up to `MAX_FILES`.
+fn follow_includes(includes_of: &dyn Fn(&str) -> Arc<FileIncludes>, set: &mut SourceSet) {
     let mut seen: HashSet<String> = HashSet::new();
     let mut queue: VecDeque<String> = set.roots.iter().cloned().collect();
     for r in &set.roots {
@@ -499,52 +578,96 @@ fn follow_includes(root: &Path, rules: &LayerRules, set: &mut SourceSet) {
             set.truncated = !queue.is_empty();
             break;
         }
-        let Ok(bytes) = std::fs::read(root.join(&file)) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let code = super::cpp::blank(&text);
-        let (dirs, _) = super::preproc::directives(&code);
-        let folder = Path::new(&file)
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        for include in super::cpp::includes(&text, &dirs) {
-            let mut candidates = Vec::new();
-            if !include.angled {
-                candidates.push(folder.join(&include.path));
+        let includes = includes_of(&file);
+        for path in &includes.found {
+            if seen.insert(path.clone()) {
+                queue.push_back(path.clone());
             }
-            candidates.extend(
-                rules
-                    .include_dirs
-                    .iter()
-                    .map(|d| Path::new(d).join(&include.path)),
-            );
-            let found = candidates
-                .iter()
-                .filter_map(|c| normalize(&c.to_string_lossy()))
-                .find(|c| root.join(c).is_file());
-            match found {
-                Some(path) => {
-                    if seen.insert(path.clone()) {
-                        queue.push_back(path);
-                    }
+        }
+        set.external_includes += includes.external;
+        set.missing_includes
+            .extend(includes.missing.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk `function_index` replaced, asked once per name: the oracle.
+    fn find_function<'t>(root: Node<'t>, src: &[u8], name: &str) -> Option<Node<'t>> {
+        let mut stack = vec![root];
+        let mut found = None;
+        while let Some(node) = stack.pop() {
+            if node.kind() == "function_definition"
+                && node
+                    .child_by_field_name("name")
+                    .is_some_and(|n| node_text(n, src) == name)
+            {
+                let mut depth = 0;
+                let mut at = node;
+                while let Some(parent) = at.parent() {
+                    depth += 1;
+                    at = parent;
                 }
-                None => {
-                    let external = rules.external_include_dirs.iter().any(|d| {
-                        normalize(&Path::new(d).join(&include.path).to_string_lossy())
-                            .is_some_and(|p| root.join(p).is_file())
-                    });
-                    if external {
-                        set.external_includes += 1;
-                    } else if include.angled {
-                        // A system or toolkit header (`<cuda_fp16.h>`): not the site's.
-                    } else {
-                        set.missing_includes
-                            .push(format!("{file}:{} \"{}\"", include.line, include.path));
-                    }
+                if found.is_none_or(|(d, _)| depth < d) {
+                    found = Some((depth, node));
+                }
+                continue;
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+        found.map(|(_, n)| n)
+    }
+
+    #[test]
+    fn the_function_index_finds_what_a_walk_per_name_finds() {
+        let mut sources: Vec<String> = vec![
+            // Redefined at top level, nested in itself, a method and a nested function of the
+            // same name, a decorated one.
+            "def f():\n    def f():\n        pass\n\ndef g():\n    def h(): pass\n\n\
+             class C:\n    def f(self):\n        def g(): pass\n\n@dec\ndef f(x): return x\n"
+                .into(),
+            "class A:\n    def m(self): pass\nclass B:\n    def m(self): pass\n".into(),
+            "if x:\n    def k(): pass\nelse:\n    def k(): return 1\n".into(),
+        ];
+        let mut stack = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata"
+        ))];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    sources
+                        .push(String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned());
                 }
             }
         }
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_python::LANGUAGE.into())
+            .unwrap();
+        let mut names = 0;
+        for text in &sources {
+            let tree = parser.parse(text, None).unwrap();
+            let file = GeneratorFile {
+                functions: function_index(tree.root_node(), text.as_bytes()),
+                parsed: Ok((text.clone(), tree.clone())),
+            };
+            for name in file.functions.keys() {
+                let indexed = file.function(&tree, name).map(|n| n.byte_range());
+                let walked =
+                    find_function(tree.root_node(), text.as_bytes(), name).map(|n| n.byte_range());
+                assert!(indexed.is_some());
+                assert_eq!(indexed, walked, "{name} in\n{text}");
+                names += 1;
+            }
+            assert!(file.function(&tree, "no_such_function").is_none());
+        }
+        assert!(names > 400, "{names} names");
     }
 }
