@@ -138,26 +138,44 @@ pub fn parse_ranges_in_lines(
         last_end = Some(end);
     }
     let mut tree = convert::tree(&as_text(text));
-    // The segment holding a compact offset; an end takes the segment it closes.
-    let find = |at: u32, closing: bool| {
-        let i = segments.partition_point(|s| {
-            if closing {
-                s.compact < at
-            } else {
-                s.compact <= at
+    // The segment holding a compact offset: the last that begins at or before it (before
+    // it, for an end: an end takes the segment it closes). Nodes come parents first, in
+    // source order, so the segment of the node before, or the next one, nearly always holds
+    // it: those are tried before a bisection.
+    let begins = |s: &Segment, at: u32, closing: bool| {
+        if closing {
+            s.compact < at
+        } else {
+            s.compact <= at
+        }
+    };
+    let holds = |i: usize, at: u32, closing: bool| {
+        segments.get(i).is_some_and(|s| begins(s, at, closing))
+            && segments
+                .get(i + 1)
+                .is_none_or(|next| !begins(next, at, closing))
+    };
+    let mut hint = 0usize;
+    let to_file = |at: u32, closing: bool| {
+        let found = if holds(hint, at, closing) {
+            Some(hint)
+        } else if holds(hint + 1, at, closing) {
+            Some(hint + 1)
+        } else {
+            segments
+                .partition_point(|s| begins(s, at, closing))
+                .checked_sub(1)
+        };
+        match found {
+            Some(i) => {
+                hint = i;
+                let s = &segments[i];
+                s.file + (at - s.compact).min(s.len)
             }
-        });
-        segments.get(i.checked_sub(1)?)
+            None => segments.first().map_or(0, |s| s.file),
+        }
     };
-    let to_file = |at: u32, closing: bool| match find(at, closing) {
-        Some(s) => s.file + (at - s.compact).min(s.len),
-        None => segments.first().map_or(0, |s| s.file),
-    };
-    tree.relocate(
-        |at| to_file(at, false),
-        |at| to_file(at, true),
-        line_starts.clone(),
-    );
+    tree.relocate(to_file, line_starts.clone());
     tree.end_root_at(last_end.unwrap_or(0) as u32);
     tree
 }

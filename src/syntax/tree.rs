@@ -187,21 +187,22 @@ impl Tree {
 
     /// Moves every offset from the text that was parsed to the file it was cut from
     /// (`parse_ranges`), whose line starts are `line_starts`.
+    /// `to_file(offset, closing)` maps an offset, `closing` for a node's end.
     pub(super) fn relocate(
         &mut self,
-        start: impl Fn(u32) -> u32,
-        end: impl Fn(u32) -> u32,
+        mut to_file: impl FnMut(u32, bool) -> u32,
         line_starts: std::sync::Arc<[u32]>,
     ) {
         for node in &mut self.nodes {
-            let (s, e) = (start(node.start), end(node.end));
+            let s = to_file(node.start, false);
+            let e = to_file(node.end, true);
             node.start = s;
             node.end = e.max(s);
         }
         for at in &mut self.errors {
-            *at = start(*at);
+            *at = to_file(*at, false);
         }
-        self.too_deep = self.too_deep.map(&start);
+        self.too_deep = self.too_deep.map(|at| to_file(at, false));
         self.line_starts = line_starts;
     }
 
