@@ -218,11 +218,35 @@ pub struct Parsed {
     pub(crate) statements: Vec<(usize, usize)>,
     /// Byte offset of each line's start, computed on first use.
     line_starts: OnceLock<std::sync::Arc<[u32]>>,
+    /// `split_definition` of the definitions split so far, by range: the gates and flag reads
+    /// in one big class or function each ask for the same splits.
+    splits: Mutex<HashMap<(usize, usize), Option<Split>>>,
 }
+
+/// A definition's header and body statements, as byte ranges (`split_definition`).
+type Split = Arc<[(usize, usize)]>;
 
 impl Parsed {
     fn line_starts(&self) -> &std::sync::Arc<[u32]> {
         self.line_starts.get_or_init(|| line_starts_of(&self.src))
+    }
+
+    /// The header and body statements of the definition at `range` (`split_definition`),
+    /// split once.
+    fn split(&self, range: (usize, usize)) -> Option<Split> {
+        if let Some(known) = self.splits.lock().expect("splits").get(&range) {
+            return known.clone();
+        }
+        let indent = self.src[range.0..]
+            .iter()
+            .take_while(|c| **c == b' ')
+            .count();
+        let parts: Option<Split> = split_definition(&self.src, range, indent).map(Arc::from);
+        self.splits
+            .lock()
+            .expect("splits")
+            .insert(range, parts.clone());
+        parts
     }
 
     /// These byte ranges of the module parsed (`lower::parse_ranges`), rows from the
@@ -377,6 +401,7 @@ impl Code {
                 defs: hit.defs.clone(),
                 statements: hit.statements.clone(),
                 line_starts: hit.line_starts.clone(),
+                splits: Mutex::default(),
             });
         }
         let (path, is_package) = self.file_of(module)?;
@@ -417,6 +442,7 @@ fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
         defs,
         statements,
         line_starts: OnceLock::new(),
+        splits: Mutex::default(),
     }
 }
 
@@ -578,7 +604,7 @@ impl FileCache {
 pub fn gated_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
     let (start, end) = parsed.gate_bytes(gate)?;
-    let Enclosing { around, after, .. } = enclosing_ranges(src, &parsed.statements, start);
+    let Enclosing { around, after, .. } = enclosing_ranges(parsed, start);
     // Most branches are read from the statement alone; only an error exit needs the
     // statements after it, parsed then.
     let (_, branch) = branch_of(cache.tree(src, around.clone()), start, end)?;
@@ -670,7 +696,7 @@ pub fn code_after_branch(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) ->
         around,
         after,
         after_cut,
-    } = enclosing_ranges(src, &parsed.statements, start);
+    } = enclosing_ranges(parsed, start);
     let tree = cache.tree(src, [around, after].concat());
     let (parent, branch) = branch_of(tree, start, end)?;
     let picks_value = parent.kind() == "conditional_expression";
@@ -888,22 +914,14 @@ pub(crate) struct Enclosing {
     pub after_cut: bool,
 }
 
-pub(crate) fn enclosing_ranges(
-    src: &[u8],
-    statements: &[(usize, usize)],
-    byte: usize,
-) -> Enclosing {
-    enclosing_ranges_with(src, statements, byte, false)
+pub(crate) fn enclosing_ranges(parsed: &Parsed, byte: usize) -> Enclosing {
+    enclosing_ranges_with(parsed, byte, false)
 }
 
 /// `enclosing_ranges`; with `whole_blocks`, the statements after it are kept in big blocks
 /// too (a flag stored in a local is read further down a long function).
-pub(crate) fn enclosing_ranges_with(
-    src: &[u8],
-    statements: &[(usize, usize)],
-    byte: usize,
-    whole_blocks: bool,
-) -> Enclosing {
+pub(crate) fn enclosing_ranges_with(parsed: &Parsed, byte: usize, whole_blocks: bool) -> Enclosing {
+    let (src, statements) = (&parsed.src[..], &parsed.statements[..]);
     let holds = |&(s, e): &(usize, usize)| s <= byte && byte < e;
     // The top-level statements are in file order and do not overlap: bisect (a file of
     // 100,000 gated functions asks this once per gate).
@@ -922,11 +940,7 @@ pub(crate) fn enclosing_ranges_with(
     let mut range = statements[index];
     let mut following: Vec<(usize, usize)> = Vec::new();
     let mut after_cut = false;
-    loop {
-        let indent = src[range.0..].iter().take_while(|c| **c == b' ').count();
-        let Some(parts) = split_definition(src, range, indent) else {
-            break;
-        };
+    while let Some(parts) = parsed.split(range) {
         let (header, body) = (parts[0], &parts[1..]);
         match body.iter().position(holds) {
             Some(i) if !holds(&header) => {
@@ -1275,7 +1289,7 @@ pub fn may_flow(
 pub fn other_arms(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> Option<Facts> {
     let src = &parsed.src;
     let (start, end) = parsed.gate_bytes(gate)?;
-    let Enclosing { around, .. } = enclosing_ranges(src, &parsed.statements, start);
+    let Enclosing { around, .. } = enclosing_ranges(parsed, start);
     let tree = cache.tree(src, around);
     let (parent, branch) = branch_of(tree, start, end)?;
     let mut found = Facts::default();
@@ -1344,7 +1358,7 @@ pub fn in_loop(parsed: &Parsed, gate: &Gate, cache: &mut FileCache) -> bool {
     let Some((start, end)) = parsed.gate_bytes(gate) else {
         return true;
     };
-    let Enclosing { around, .. } = enclosing_ranges(src, &parsed.statements, start);
+    let Enclosing { around, .. } = enclosing_ranges(parsed, start);
     let tree = cache.tree(src, around);
     let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
         return true;
@@ -1467,7 +1481,7 @@ fn stored_flag(assignment: Node, src: &[u8]) -> Option<FlagKey> {
 /// The facts of the body of the definition whose `def` keyword (or decorator) starts at
 /// `byte`, at any depth (a method, a nested function).
 pub fn body_facts_at(parsed: &Parsed, byte: usize) -> Option<Facts> {
-    let around = enclosing_ranges(&parsed.src, &parsed.statements, byte).around;
+    let around = enclosing_ranges(parsed, byte).around;
     let tree = parsed.parse(&around);
     let mut node = tree.root_node().descendant_for_byte_range(byte, byte + 1)?;
     loop {

@@ -281,8 +281,7 @@ impl Reader<'_> {
     }
 
     fn read_at(&self, place: &Place, start: usize, end: usize, key: &FlagKey, out: &mut Vec<Hop>) {
-        let src = &place.parsed.src;
-        let ranges = enclosing_ranges_with(src, &place.parsed.statements, start, true);
+        let ranges = enclosing_ranges_with(place.parsed, start, true);
         let tree = place.parsed.parse(&[ranges.around, ranges.after].concat());
         let Some(mut node) = tree.root_node().descendant_for_byte_range(start, end) else {
             return;
@@ -951,7 +950,7 @@ fn node_with_context<'c>(
     end: usize,
     cache: &'c mut FileCache,
 ) -> Option<Node<'c>> {
-    let ranges = enclosing_ranges_with(&parsed.src, &parsed.statements, start, true);
+    let ranges = enclosing_ranges_with(parsed, start, true);
     let tree = cache.tree(&parsed.src, [ranges.around, ranges.after].concat());
     tree.root_node().descendant_for_byte_range(start, end)
 }

@@ -108,7 +108,7 @@ fn registration(
     let module = file.module.clone()?;
     let parsed = linker.code.module(&module)?;
     let src = &parsed.src;
-    let around = enclosing_ranges(src, &parsed.statements, hit.start).around;
+    let around = enclosing_ranges(&parsed, hit.start).around;
     let tree = parsed.parse(&around);
     let node = tree
         .root_node()
