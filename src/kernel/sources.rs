@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use tree_sitter::{Node, Parser};
+use crate::syntax::{Node, Tree};
 
 use super::layer_rules::LayerRules;
 
@@ -44,13 +44,23 @@ pub struct SourceSet {
 
 /// A Python file holding JIT generators, read and parsed once for all of them (flashinfer's
 /// `jit/gemm/core.py` holds seventeen).
-#[derive(Debug)]
 pub struct GeneratorFile {
-    parsed: Result<(String, tree_sitter::Tree), String>,
+    parsed: Result<(String, Tree), String>,
     /// Function name → byte range of the definition `find_function` picks: the outermost,
     /// and of those the last in the file (what a module that defines a name twice binds).
     /// Found in one walk: a file of many generators is asked for each, and for their helpers.
     functions: HashMap<String, (usize, usize)>,
+}
+
+impl std::fmt::Debug for GeneratorFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.functions.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("GeneratorFile")
+            .field("parsed", &self.parsed.as_ref().map(|(text, _)| text.len()))
+            .field("functions", &names)
+            .finish()
+    }
 }
 
 impl GeneratorFile {
@@ -60,17 +70,10 @@ impl GeneratorFile {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) => return Err(format!("cannot read {file}: {e}")),
             };
-            let mut parser = Parser::new();
-            if parser
-                .set_language(&tree_sitter_python::LANGUAGE.into())
-                .is_err()
-            {
-                return Err("the Python grammar did not load".into());
-            }
-            match parser.parse(&text, None) {
-                Some(tree) => Ok((text, tree)),
-                None => Err(format!("{file} did not parse")),
-            }
+            // gatefix's own parser (ruff's, in tree-sitter's shapes: `crate::syntax`),
+            // several times quicker than tree-sitter's on flashinfer's generator files.
+            let tree = crate::syntax::parse(text.as_bytes());
+            Ok((text, tree))
         })();
         let functions = match &parsed {
             Ok((text, tree)) => function_index(tree.root_node(), text.as_bytes()),
@@ -80,7 +83,7 @@ impl GeneratorFile {
     }
 
     /// The definition of function `name` (see `functions`).
-    fn function<'t>(&self, tree: &'t tree_sitter::Tree, name: &str) -> Option<Node<'t>> {
+    fn function<'t>(&self, tree: &'t Tree, name: &str) -> Option<Node<'t>> {
         let &(start, end) = self.functions.get(name)?;
         let mut node = tree.root_node().descendant_for_byte_range(start, end)?;
         while node.kind() != "function_definition" {
@@ -647,16 +650,12 @@ mod tests {
                 }
             }
         }
-        let mut parser = Parser::new();
-        parser
-            .set_language(&tree_sitter_python::LANGUAGE.into())
-            .unwrap();
         let mut names = 0;
         for text in &sources {
-            let tree = parser.parse(text, None).unwrap();
+            let tree = crate::syntax::parse(text.as_bytes());
             let file = GeneratorFile {
                 functions: function_index(tree.root_node(), text.as_bytes()),
-                parsed: Ok((text.clone(), tree.clone())),
+                parsed: Ok((text.clone(), crate::syntax::parse(text.as_bytes()))),
             };
             for name in file.functions.keys() {
                 let indexed = file.function(&tree, name).map(|n| n.byte_range());
