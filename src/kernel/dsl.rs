@@ -869,11 +869,8 @@ struct Imports {
 impl Imports {
     fn read(text: &str, module: &str, ops: &HashMap<String, Op>, namespaces: &[String]) -> Imports {
         let mut imports = Imports::default();
-        let lines = lines_of(text);
-        let mut i = 0;
-        while i < lines.len() {
-            let (_, line) = lines[i];
-            i += 1;
+        let mut lines = lines_of(text);
+        while let Some((_, line)) = lines.next() {
             // Most lines start with neither `import` nor `from`: not trimmed.
             let first = line.bytes().find(|b| !matches!(b, b'\t'..=b'\r' | b' '));
             if !matches!(first, Some(b'i' | b'f' | 0x80..)) {
@@ -904,10 +901,12 @@ impl Imports {
             // A parenthesised list may go on over lines.
             let mut names = names.to_string();
             if names.trim_start().starts_with('(') {
-                while !names.contains(')') && i < lines.len() && i < lines.len() + 64 {
+                while !names.contains(')') {
+                    let Some((_, next)) = lines.next() else {
+                        break;
+                    };
                     names.push(',');
-                    names.push_str(lines[i].1.trim());
-                    i += 1;
+                    names.push_str(next.trim());
                 }
             }
             let namespace = from.rsplit('.').next().unwrap_or(&from).to_string();
@@ -1018,17 +1017,19 @@ fn text_of(src: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// The lines of `text` with their offsets, without their `\n` (a `\r` before it stays): what
 /// `str::lines` gives, found with memchr's vectorised search.
-fn lines_of(text: &str) -> Vec<(usize, &str)> {
-    let mut lines = Vec::new();
+fn lines_of(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut start = 0;
-    for newline in memchr::memchr_iter(b'\n', text.as_bytes()) {
-        lines.push((start, &text[start..newline]));
-        start = newline + 1;
-    }
-    if start < text.len() {
-        lines.push((start, &text[start..]));
-    }
-    lines
+    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
+    std::iter::from_fn(move || {
+        let end = match newlines.next() {
+            Some(newline) => newline,
+            None if start < text.len() => text.len(),
+            None => return None,
+        };
+        let line = (start, &text[start..end]);
+        start = end + 1;
+        Some(line)
+    })
 }
 
 fn in_comment(bytes: &[u8], at: usize) -> bool {
