@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::syntax::{Node, Tree};
 
+use super::site_text::SiteText;
 use crate::gate::chunks::{definition_name, is_big_block, split_definition, top_level_statements};
 use crate::gate::index::module_name;
 use crate::scan::Gate;
@@ -206,7 +207,7 @@ const MAX_IMPORT_BLOCK_BYTES: usize = 4 * 1024;
 pub struct Parsed {
     pub module: String,
     pub is_package: bool,
-    pub src: Vec<u8>,
+    pub src: Arc<Vec<u8>>,
     /// Local name → (module, member): `from m import x as y` gives y → (m, Some(x)),
     /// `import a.b as c` gives c → (a.b, None), `import a.b` gives a → (a, None).
     imports: OnceLock<HashMap<String, (String, Option<String>)>>,
@@ -299,6 +300,9 @@ pub struct Code {
     bodies: Mutex<HashMap<String, Option<Arc<Facts>>>>,
     /// Whether a module name has a file: asked for every dotted prefix of every call.
     exists: Mutex<HashMap<String, bool>>,
+    /// The site's files already read (`SiteText`), by site-relative path: a module among
+    /// them is not read again.
+    read: HashMap<String, Arc<Vec<u8>>>,
 }
 
 impl Code {
@@ -308,6 +312,19 @@ impl Code {
             cache: Mutex::new(HashMap::new()),
             bodies: Mutex::new(HashMap::new()),
             exists: Mutex::new(HashMap::new()),
+            read: HashMap::new(),
+        }
+    }
+
+    /// `Code` over the files `text` holds, which it takes from there instead of reading.
+    pub fn with_text(root: &Path, text: &SiteText) -> Code {
+        Code {
+            read: text
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.src.clone()))
+                .collect(),
+            ..Code::new(root)
         }
     }
 
@@ -347,7 +364,8 @@ impl Code {
     }
 
     /// `a.b` is `a/b.py` or `a/b/__init__.py`, never through a symlink that leaves the site.
-    fn file_of(&self, module: &str) -> Option<(PathBuf, bool)> {
+    /// Also the site-relative path.
+    fn file_of(&self, module: &str) -> Option<(PathBuf, bool, String)> {
         let base = module.replace('.', "/");
         [
             (format!("{base}.py"), false),
@@ -357,7 +375,7 @@ impl Code {
         .find_map(|(relative, is_package)| {
             site_path(&self.root, &relative)
                 .ok()
-                .map(|path| (path, is_package))
+                .map(|path| (path, is_package, relative))
         })
     }
 
@@ -404,8 +422,11 @@ impl Code {
                 splits: Mutex::default(),
             });
         }
-        let (path, is_package) = self.file_of(module)?;
-        let src = std::fs::read(path).ok()?;
+        let (path, is_package, relative) = self.file_of(module)?;
+        let src = match self.read.get(&relative) {
+            Some(src) => src.clone(),
+            None => Arc::new(std::fs::read(path).ok()?),
+        };
         Some(index_module(module, is_package, src))
     }
 
@@ -417,7 +438,7 @@ impl Code {
 
 /// Indexes a module from its top-level statements: definitions by their header line, and
 /// where the imports are (statements, and small top-level blocks that hold some).
-fn index_module(module: &str, is_package: bool, src: Vec<u8>) -> Parsed {
+fn index_module(module: &str, is_package: bool, src: Arc<Vec<u8>>) -> Parsed {
     let mut defs = HashMap::new();
     let mut import_ranges = Vec::new();
     let statements = top_level_statements(&src);
@@ -1551,7 +1572,7 @@ mod tests {
         let src = format!(
             "class Runner:\n    def pick(self, x):\n{filler}        if x:\n            return flashinfer.comm.run(1)\n        return \"trtllm\"\n\n    def check(self, y):\n        if not y:\n            raise RuntimeError(\"no\")\n        return backend.launch(y)\n"
         );
-        let parsed = index_module("m", false, src.clone().into_bytes());
+        let parsed = index_module("m", false, Arc::new(src.clone().into_bytes()));
         let at = |needle: &str| {
             let byte = src.find(needle).unwrap();
             let line = src[..byte].matches('\n').count() as u32 + 1;
@@ -1591,7 +1612,7 @@ mod tests {
     #[test]
     fn facts_of_a_branch() {
         let src = b"def f(x):\n    if x:\n        y = flashinfer.comm.run(1)\n        return \"mnnvl\"\n    return \"trtllm\"\n".to_vec();
-        let parsed = index_module("m", false, src);
+        let parsed = index_module("m", false, Arc::new(src));
         let gate = Gate {
             id: String::new(),
             dist: None,
@@ -1628,7 +1649,7 @@ mod conditional_tests {
     #[test]
     fn calls_under_an_arm_are_alternatives() {
         let src = b"def f(backend):\n    x = setup()\n    if backend == 'a':\n        m = get_a()\n    elif backend == 'b':\n        m = get_b()\n    else:\n        m = get_c() or fallback()\n    return m\n".to_vec();
-        let parsed = index_module("m", false, src);
+        let parsed = index_module("m", false, Arc::new(src));
         let facts = body_facts(&parsed, "f").unwrap();
         assert_eq!(
             facts.calls,

@@ -68,7 +68,7 @@ pub fn judge_prepared(
     prepared: Prepared,
 ) -> Verdicts {
     let Prepared { text, dsl } = prepared;
-    let code = Code::new(&site.root);
+    let code = Code::with_text(&site.root, &text);
     let packages = top_level_folders(site);
     let jit_only = KernelIndex::build_jit_only(site, scan);
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -23,7 +24,8 @@ pub struct TextFile {
     /// Relative, with `/`.
     pub path: String,
     pub module: Option<String>,
-    pub src: Vec<u8>,
+    /// Shared with the verdicts' modules (`Code`), which read the same files.
+    pub src: Arc<Vec<u8>>,
     /// The file's words: a name it does not hold is not searched for in the file (flag
     /// flow searches hundreds of names a round; most are in few files).
     words: WordFilter,
@@ -127,7 +129,7 @@ impl SiteText {
                     path: relative.to_string_lossy().replace('\\', "/"),
                     module: module_name(relative).map(|(m, _)| m),
                     words: WordFilter::of(&src),
-                    src,
+                    src: Arc::new(src),
                 })
             })
             .collect();
@@ -474,7 +476,7 @@ mod tests {
             path: path.into(),
             module: None,
             words: WordFilter::of(src.as_bytes()),
-            src: src.as_bytes().to_vec(),
+            src: Arc::new(src.as_bytes().to_vec()),
         };
         let text = SiteText {
             files: vec![
