@@ -31,3 +31,28 @@ pub const VERSION: &str = concat!(
     env!("GATEFIX_BUILD_COMMIT"),
     ")"
 );
+
+/// What unit tests of several modules share.
+#[cfg(test)]
+pub(crate) mod test_data {
+    /// The bytes of every Python file under `testdata/`: the inputs of the tests that hold a
+    /// fast path to the plain walk it replaced.
+    pub fn python_files() -> Vec<Vec<u8>> {
+        let mut files = Vec::new();
+        let mut stack = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata"
+        ))];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    files.push(std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        files
+    }
+}

@@ -255,20 +255,7 @@ x = 'from a.fla.utils import not_an_import'\n";
             b"from (\nfrom w import x)\nfrom y import z\n".to_vec(),
         ];
         // And every Python file of the test data.
-        let mut stack = vec![std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata"
-        ))];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "py") {
-                    sources.push(std::fs::read(&path).unwrap());
-                }
-            }
-        }
+        sources.extend(crate::test_data::python_files());
         assert!(sources.len() > 100, "{} sources", sources.len());
         let mut statements = 0;
         for source in &sources {

@@ -635,21 +635,11 @@ mod tests {
             "class A:\n    def m(self): pass\nclass B:\n    def m(self): pass\n".into(),
             "if x:\n    def k(): pass\nelse:\n    def k(): return 1\n".into(),
         ];
-        let mut stack = vec![std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata"
-        ))];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "py") {
-                    sources
-                        .push(String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned());
-                }
-            }
-        }
+        sources.extend(
+            crate::test_data::python_files()
+                .iter()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned()),
+        );
         let mut names = 0;
         for text in &sources {
             let tree = crate::syntax::parse(text.as_bytes());

@@ -42,12 +42,17 @@ struct WordFilter {
 }
 
 impl WordFilter {
-    fn of(src: &[u8]) -> WordFilter {
+    /// An empty table for the words of `src`: about one bit per byte, a power of two.
+    fn empty_for(src: &[u8]) -> WordFilter {
         let size = src.len().clamp(512, 1 << 24).next_power_of_two() as u64;
-        let mut filter = WordFilter {
+        WordFilter {
             bits: vec![0; (size / 64) as usize],
             mask: size - 1,
-        };
+        }
+    }
+
+    fn of(src: &[u8]) -> WordFilter {
+        let mut filter = WordFilter::empty_for(src);
         // 64 bytes at a time: a mask of the block's word bytes, built without a branch, then
         // each run of ones is a word (one running on from the block before ends at the
         // block's first zero). A branch per byte cost three times as much.
@@ -201,30 +206,31 @@ impl SiteText {
 /// A word's hash from its length and its first and last eight bytes: constant time per word,
 /// and a collision only makes a file a candidate it need not be.
 fn word_hash(word: &[u8]) -> u64 {
-    // Up to eight bytes, little-endian, zeros above: two overlapping loads instead of a
-    // copy of variable length (a call to memcpy per word of the site).
-    let load = |bytes: &[u8]| -> u64 {
-        let n = bytes.len();
-        if n >= 4 {
-            let low = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64;
-            let high =
-                u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]) as u64;
-            low | high << (8 * (n - 4))
-        } else if n > 0 {
-            bytes[0] as u64
-                | (bytes[n / 2] as u64) << (8 * (n / 2))
-                | (bytes[n - 1] as u64) << (8 * (n - 1))
-        } else {
-            0
-        }
-    };
     let n = word.len();
-    let head = load(&word[..n.min(8)]);
-    let tail = if n > 8 { load(&word[n - 8..]) } else { 0 };
+    let head = low_bytes(&word[..n.min(8)]);
+    let tail = if n > 8 { low_bytes(&word[n - 8..]) } else { 0 };
     let mixed = head.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         ^ tail.rotate_left(29).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
         ^ n as u64;
     mixed ^ (mixed >> 31)
+}
+
+/// Up to eight bytes as a little-endian number, zeros above: two overlapping loads instead of
+/// a copy of variable length (a call to memcpy per word of the site).
+fn low_bytes(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    if n >= 4 {
+        let low = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64;
+        let high =
+            u32::from_le_bytes([bytes[n - 4], bytes[n - 3], bytes[n - 2], bytes[n - 1]]) as u64;
+        low | high << (8 * (n - 4))
+    } else if n > 0 {
+        bytes[0] as u64
+            | (bytes[n / 2] as u64) << (8 * (n / 2))
+            | (bytes[n - 1] as u64) << (8 * (n - 1))
+    } else {
+        0
+    }
 }
 
 /// Bit `i` set where `block[i]` (at most 64 bytes) is a word byte.
@@ -341,11 +347,7 @@ mod tests {
 
     /// The filter as a walk over every byte makes it: the oracle of the block-wise one.
     fn filter_of_a_byte_walk(src: &[u8]) -> WordFilter {
-        let size = src.len().clamp(512, 1 << 24).next_power_of_two() as u64;
-        let mut filter = WordFilter {
-            bits: vec![0; (size / 64) as usize],
-            mask: size - 1,
-        };
+        let mut filter = WordFilter::empty_for(src);
         let mut at = 0;
         while at < src.len() {
             if !WORD_BYTES[src[at] as usize] {
@@ -362,28 +364,16 @@ mod tests {
     }
 
     #[test]
-    fn a_word_hash_is_its_length_and_its_first_and_last_eight_bytes() {
-        let copied = |word: &[u8]| {
-            let load = |bytes: &[u8]| {
-                let mut buf = [0u8; 8];
-                buf[..bytes.len()].copy_from_slice(bytes);
-                u64::from_le_bytes(buf)
-            };
-            let n = word.len();
-            let head = load(&word[..n.min(8)]);
-            let tail = if n > 8 { load(&word[n - 8..]) } else { 0 };
-            let mixed = head.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                ^ tail.rotate_left(29).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-                ^ n as u64;
-            mixed ^ (mixed >> 31)
-        };
+    fn low_bytes_reads_what_copying_into_a_zeroed_word_reads() {
         let text: Vec<u8> = (0..40u8)
             .map(|i| i.wrapping_mul(37).wrapping_add(200))
             .collect();
-        for start in 0..8 {
-            for end in start..text.len() {
-                let word = &text[start..end];
-                assert_eq!(word_hash(word), copied(word), "{word:?}");
+        for start in 0..16 {
+            for len in 0..=8 {
+                let bytes = &text[start..start + len];
+                let mut buf = [0u8; 8];
+                buf[..len].copy_from_slice(bytes);
+                assert_eq!(low_bytes(bytes), u64::from_le_bytes(buf), "{bytes:?}");
             }
         }
     }
@@ -422,20 +412,7 @@ mod tests {
             );
         }
         // And every Python file of the test data.
-        let mut stack = vec![std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/testdata"
-        ))];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "py") {
-                    sources.push(std::fs::read(&path).unwrap());
-                }
-            }
-        }
+        sources.extend(crate::test_data::python_files());
         assert!(sources.len() > 250, "{} sources", sources.len());
         for source in &sources {
             let blocks = WordFilter::of(source);
