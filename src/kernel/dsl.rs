@@ -364,6 +364,7 @@ impl DslIndex {
                     }
                 }
             }
+            // It borrows `built`'s op names, and `built` grows below.
             drop(adding);
             if added.is_empty() {
                 break;
@@ -377,17 +378,11 @@ impl DslIndex {
                     .push(op_use);
             }
         }
-        let mut per_module: HashMap<&str, Vec<OpUse>> = HashMap::new();
-        for (module, groups) in built {
-            let uses = per_module.entry(module).or_default();
-            for (_, group) in groups {
-                uses.extend(group.uses);
-            }
-        }
         for builder in &builders {
-            let Some(mut uses) = per_module.remove(builder.module) else {
+            let Some(groups) = built.remove(builder.module) else {
                 continue;
             };
+            let mut uses: Vec<OpUse> = groups.into_values().flat_map(|g| g.uses).collect();
             let declared = uses.iter().any(|u| {
                 index
                     .ops

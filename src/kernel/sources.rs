@@ -46,9 +46,9 @@ pub struct SourceSet {
 /// `jit/gemm/core.py` holds seventeen).
 pub struct GeneratorFile {
     parsed: Result<(String, Tree), String>,
-    /// Function name → byte range of the definition `find_function` picks: the outermost,
-    /// and of those the last in the file (what a module that defines a name twice binds).
-    /// Found in one walk: a file of many generators is asked for each, and for their helpers.
+    /// Function name → byte range of its definition: the outermost, and of those the last
+    /// in the file (what a module that defines a name twice binds). Found in one walk: a file
+    /// of many generators is asked for each, and for their helpers.
     functions: HashMap<String, (usize, usize)>,
 }
 
@@ -70,8 +70,8 @@ impl GeneratorFile {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) => return Err(format!("cannot read {file}: {e}")),
             };
-            // gatefix's own parser (ruff's, in tree-sitter's shapes: `crate::syntax`),
-            // several times quicker than tree-sitter's on flashinfer's generator files.
+            // gatefix's own parser (ruff's, in tree-sitter-python's shapes: `crate::syntax`),
+            // the one the scan and the verdicts use, not a second Python grammar.
             let tree = crate::syntax::parse(text.as_bytes());
             Ok((text, tree))
         })();
@@ -645,17 +645,18 @@ mod tests {
             let tree = crate::syntax::parse(text.as_bytes());
             let file = GeneratorFile {
                 functions: function_index(tree.root_node(), text.as_bytes()),
-                parsed: Ok((text.clone(), crate::syntax::parse(text.as_bytes()))),
+                parsed: Ok((text.clone(), tree)),
             };
+            let (_, tree) = file.parsed.as_ref().unwrap();
             for name in file.functions.keys() {
-                let indexed = file.function(&tree, name).map(|n| n.byte_range());
+                let indexed = file.function(tree, name).map(|n| n.byte_range());
                 let walked =
                     find_function(tree.root_node(), text.as_bytes(), name).map(|n| n.byte_range());
                 assert!(indexed.is_some());
                 assert_eq!(indexed, walked, "{name} in\n{text}");
                 names += 1;
             }
-            assert!(file.function(&tree, "no_such_function").is_none());
+            assert!(file.function(tree, "no_such_function").is_none());
         }
         assert!(names > 400, "{names} names");
     }

@@ -55,7 +55,7 @@ impl WordFilter {
         let mut filter = WordFilter::empty_for(src);
         // 64 bytes at a time: a mask of the block's word bytes, built without a branch, then
         // each run of ones is a word (one running on from the block before ends at the
-        // block's first zero). A branch per byte cost three times as much.
+        // block's first zero), instead of a branch on every byte of the site.
         let mut running: Option<usize> = None;
         for (index, block) in src.chunks(64).enumerate() {
             let base = index * 64;
