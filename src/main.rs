@@ -2,6 +2,7 @@ use clap::Parser;
 
 use gatefix::cli::{Cli, run};
 use gatefix::error::exit;
+use gatefix::process::RESOLVER_STACK_BYTES;
 
 /// tree-sitter and the lowered IR allocate millions of small blocks per run; mimalloc
 /// serves them in a fraction of glibc malloc's time. Rust's allocations go through the
@@ -35,9 +36,6 @@ fn use_mimalloc_in_tree_sitter() {
         }));
     }
 }
-
-/// Stack of every thread that resolves gates (see `main`).
-const RESOLVER_STACK_BYTES: usize = 64 << 20;
 
 fn main() {
     gatefix::process::transparent_huge_pages(false);

@@ -15,6 +15,7 @@ use crate::kernel::jit::JitIndex;
 use crate::kernel::query::KernelIndex;
 use crate::ledger::history::History;
 use crate::policy::{Baseline, findings, parse_fail_on, should_fail};
+use crate::process::Beside;
 use crate::report::kernels::KernelsReport;
 use crate::report::sarif::Anchor;
 use crate::report::{AuditReport, github, html, human, json, sarif};
@@ -293,12 +294,16 @@ pub fn analyse(
     }
     let with_verdicts = options.kernel_sources;
     let progress = Progress::start(&format!("scanning {}", site.root.display()));
-    // The verdicts' reading of the site's text does not wait for the gates: it runs beside
-    // the scan, whose longest files leave cores idle at its end.
+    // The verdicts' reading of the site's text and the first audit's hashing of every file
+    // for the cache's key do not wait for the gates: they run beside the scan, on the cores
+    // it leaves idle (`Beside`).
+    let beside = Beside::new();
     let (result, prepared, first_key) = std::thread::scope(|scope| {
-        let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root)));
-        let first_key = first_audit.map(|cache| scope.spawn(|| cache.key(&site.root, &context)));
+        let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root, Some(&beside))));
+        let first_key = first_audit
+            .map(|cache| scope.spawn(|| beside.stage(|| cache.key(&site.root, &context))));
         let result = scan_with(&site, &rules, options);
+        beside.foreground_done();
         let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
         let first_key = first_key.map(|k| k.join().expect("hashing the site's files"));
         (result, prepared, first_key)

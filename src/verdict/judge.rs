@@ -16,6 +16,7 @@ use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex};
 use crate::kernel::requirement::Requirement;
+use crate::process::Beside;
 use crate::rules::{LaunchFeature, Rules};
 use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
@@ -28,14 +29,14 @@ pub struct Prepared {
 }
 
 /// Reads the site's Python text and its CuTe DSL index.
-pub fn prepare(root: &Path) -> Prepared {
+pub fn prepare(root: &Path, beside: Option<&Beside>) -> Prepared {
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let text = SiteText::read(root);
+    let text = stage(beside, || SiteText::read(root));
     if timings {
         eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
-    let dsl = text.dsl_index();
+    let dsl = stage(beside, || text.dsl_index());
     if timings {
         eprintln!(
             "verdicts: CuTe DSL index ({} ops, {} kernel modules) {:?}",
@@ -47,6 +48,14 @@ pub fn prepare(root: &Path) -> Prepared {
     Prepared { text, dsl }
 }
 
+/// One stage of `prepare`: beside the scan when there is one (see `Beside`), else here.
+fn stage<T: Send>(beside: Option<&Beside>, work: impl FnOnce() -> T + Send) -> T {
+    match beside {
+        Some(beside) => beside.stage(work),
+        None => work(),
+    }
+}
+
 /// Verdicts for every gate of a scan, at every target.
 pub fn judge(
     site: &Site,
@@ -55,7 +64,7 @@ pub fn judge(
     targets: &[Arch],
     cuda: Option<&CudaVersion>,
 ) -> Verdicts {
-    judge_prepared(site, scan, rules, targets, cuda, prepare(&site.root))
+    judge_prepared(site, scan, rules, targets, cuda, prepare(&site.root, None))
 }
 
 /// [`judge`] with the site's text already read.
