@@ -262,9 +262,17 @@ impl Parsed {
         let start = *starts.get((line as usize).checked_sub(1)?)? as usize;
         let line_end =
             memchr::memchr(b'\n', &self.src[start..]).map_or(self.src.len(), |i| start + i);
+        let chars = column.saturating_sub(1) as usize;
+        // Where the characters before the column are ASCII, each is one byte.
+        if self.src[start..line_end]
+            .get(..chars)
+            .is_some_and(<[u8]>::is_ascii)
+        {
+            return Some(start + chars);
+        }
         let offset: usize = String::from_utf8_lossy(&self.src[start..line_end])
             .chars()
-            .take(column.saturating_sub(1) as usize)
+            .take(chars)
             .map(char::len_utf8)
             .sum();
         Some(start + offset)
@@ -1551,6 +1559,47 @@ pub(crate) fn plain_word(node: Node, src: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `byte_of` as it was before its ASCII fast path: the oracle.
+    fn byte_of_by_chars(src: &[u8], line: u32, column: u32) -> Option<usize> {
+        let starts = line_starts_of(src);
+        let start = *starts.get((line as usize).checked_sub(1)?)? as usize;
+        let line_end = memchr::memchr(b'\n', &src[start..]).map_or(src.len(), |i| start + i);
+        let offset: usize = String::from_utf8_lossy(&src[start..line_end])
+            .chars()
+            .take(column.saturating_sub(1) as usize)
+            .map(char::len_utf8)
+            .sum();
+        Some(start + offset)
+    }
+
+    #[test]
+    fn a_column_becomes_the_byte_the_character_walk_finds() {
+        let mut files = crate::test_data::python_files();
+        // Characters of two to four bytes, an undecodable byte, a column past the line's end.
+        files.push("x = 'é' if a else '✓'\nif 𝔵 == 9: y\n".as_bytes().to_vec());
+        files.push(b"a = '\xff\xfe' or b\n\t\xffz\n".to_vec());
+        let mut checked = 0;
+        for src in files {
+            let parsed = index_module("m", false, Arc::new(src.clone()));
+            let lines = src.split(|&b| b == b'\n').count() as u32;
+            for line in 0..=lines + 1 {
+                let width = src
+                    .split(|&b| b == b'\n')
+                    .nth(line.saturating_sub(1) as usize)
+                    .map_or(0, |l| l.len() as u32);
+                for column in 0..=width + 2 {
+                    assert_eq!(
+                        parsed.byte_of(line, column),
+                        byte_of_by_chars(&src, line, column),
+                        "line {line} column {column}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked} positions");
+    }
 
     #[test]
     fn relative_imports_resolve_against_the_module() {

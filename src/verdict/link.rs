@@ -1460,19 +1460,20 @@ impl Linker<'_> {
         if defs.is_empty() {
             return None;
         }
+        // A method of the caller's own class: the one def of that name in the caller's module.
         let own =
             call.starts_with("self.") || call.starts_with("cls.") || call.starts_with("super().");
-        let here: Vec<&(usize, usize)> = defs
-            .iter()
-            .filter(|(f, _)| self.text.files[*f].module.as_deref() == Some(parsed.module.as_str()))
-            .collect();
-        if own && here.len() == 1 {
-            let (file, offset) = *here[0];
-            return Some(Callee::At {
-                file,
-                offset,
-                how: format!("the {name} of this module"),
+        if own {
+            let mut here = defs.iter().filter(|(f, _)| {
+                self.text.files[*f].module.as_deref() == Some(parsed.module.as_str())
             });
+            if let (Some(&(file, offset)), None) = (here.next(), here.next()) {
+                return Some(Callee::At {
+                    file,
+                    offset,
+                    how: format!("the {name} of this module"),
+                });
+            }
         }
         if defs.len() == 1 {
             let (file, offset) = defs[0];
@@ -1482,14 +1483,18 @@ impl Linker<'_> {
                 how: format!("the only def {name} in the site"),
             });
         }
+        // The defs at the top level of their files, read only where they decide (a name
+        // such as `forward` has thousands of defs, and most calls of it end at the first
+        // test below).
+        let top = || -> Vec<(usize, usize)> {
+            defs.iter()
+                .filter(|(f, o)| line_indent(&self.text.files[*f].src, *o) == 0)
+                .copied()
+                .collect()
+        };
         // All in one file (a public function and the registered op it wraps): the top-level one.
         let one_file = defs.iter().all(|(f, _)| *f == defs[0].0);
-        let top: Vec<&(usize, usize)> = defs
-            .iter()
-            .filter(|(f, o)| line_indent(&self.text.files[*f].src, *o) == 0)
-            .collect();
-        if one_file && top.len() == 1 {
-            let (file, offset) = *top[0];
+        if one_file && let [(file, offset)] = top()[..] {
             return Some(Callee::At {
                 file,
                 offset,
@@ -1504,7 +1509,8 @@ impl Linker<'_> {
         if call.contains('.') {
             return None;
         }
-        let shared = |(f, _): &&(usize, usize)| -> usize {
+        let top = top();
+        let shared = |(f, _): &(usize, usize)| -> usize {
             let module = self.text.files[*f].module.as_deref().unwrap_or("");
             module
                 .split('.')
@@ -1513,11 +1519,11 @@ impl Linker<'_> {
                 .count()
         };
         let best = top.iter().map(shared).max()?;
-        let closest: Vec<&&(usize, usize)> = top.iter().filter(|d| shared(d) == best).collect();
+        let closest: Vec<&(usize, usize)> = top.iter().filter(|d| shared(d) == best).collect();
         if best < 2 || closest.len() != 1 {
             return None;
         }
-        let (file, offset) = **closest[0];
+        let (file, offset) = *closest[0];
         Some(Callee::At {
             file,
             offset,
