@@ -24,7 +24,7 @@
 //! for the same major, a minor at least X's, and an `a`/`f` suffix (`cutlass/base_dsl/arch.py`;
 //! there sm_101a/f count only as the family of sm_110f).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use memchr::memmem;
 use rayon::prelude::*;
@@ -286,12 +286,12 @@ impl DslIndex {
         let mut built: FxHashMap<&str, FxHashMap<&str, Built>> = FxHashMap::default();
         // Modules that call NVVM intrinsics themselves: thin wrappers of instructions
         // (`_tcgen05.alloc`), part of whatever kernel calls them.
-        let intrinsic_wrappers: HashSet<&str> = builders
+        let intrinsic_wrappers: FxHashSet<&str> = builders
             .iter()
             .filter(|b| b.uses.iter().any(|u| u.op.starts_with("nvvm.")))
             .map(|b| b.module)
             .collect();
-        let mut aliases: HashMap<String, String> = HashMap::new();
+        let mut aliases: FxHashMap<String, String> = FxHashMap::default();
         for builder in &builders {
             if let Some(at) = builder.module.rfind(".cutlass.") {
                 aliases.insert(

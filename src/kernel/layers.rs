@@ -8,10 +8,11 @@
 //! the check macros, the names that hold the device's SM, the CUDA version each JIT target
 //! needs) is declared in `rules/kernels.toml`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cpp::{self, CExpr, Check, KernelDef};
@@ -230,6 +231,39 @@ fn cell<K: std::hash::Hash + Eq, V>(
 }
 
 impl LayerIndex {
+    /// Reads the sources of these generators (file, function) before anyone asks: each
+    /// generator's source set, then every file of them once, each step spread over the cores.
+    /// Gates judged in parallel that share a generator otherwise wait on the one thread that
+    /// reads its files one after another (`generator`).
+    pub fn read_generators(
+        &self,
+        root: &Path,
+        generators: &[(String, String)],
+        rules: &LayerRules,
+    ) {
+        let sets: Vec<SourceSet> = generators
+            .par_iter()
+            .map(|(file, function)| self.source_set(root, file, function, rules))
+            .collect();
+        let files: BTreeSet<&String> = sets.iter().flat_map(|set| &set.files).collect();
+        files.into_par_iter().for_each(|path| {
+            self.file_facts(root, path, rules);
+        });
+        generators
+            .par_iter()
+            .zip(sets)
+            .for_each(|((file, function), set)| {
+                cell(&self.generators, (file.clone(), function.clone())).get_or_init(|| {
+                    let files = set
+                        .files
+                        .iter()
+                        .map(|path| self.file_facts(root, path, rules))
+                        .collect();
+                    Arc::new(GeneratorSources { set, files })
+                });
+            });
+    }
+
     pub fn generator(
         &self,
         root: &Path,
@@ -240,26 +274,34 @@ impl LayerIndex {
         let generator = cell(&self.generators, (file.to_string(), function.to_string()));
         generator
             .get_or_init(|| {
-                let parsed = cell(&self.generator_files, file.to_string())
-                    .get_or_init(|| Arc::new(GeneratorFile::read(root, file)))
-                    .clone();
-                let includes_of = |path: &str| {
-                    cell(&self.includes, path.to_string())
-                        .get_or_init(|| Arc::new(file_includes(root, rules, path)))
-                        .clone()
-                };
-                let set = generator_sources(root, &parsed, file, function, rules, &includes_of);
+                let set = self.source_set(root, file, function, rules);
                 let files = set
                     .files
                     .iter()
-                    .map(|path| {
-                        cell(&self.files, path.clone())
-                            .get_or_init(|| Arc::new(FileFacts::read(root, path, rules)))
-                            .clone()
-                    })
+                    .map(|path| self.file_facts(root, path, rules))
                     .collect();
                 Arc::new(GeneratorSources { set, files })
             })
+            .clone()
+    }
+
+    /// The files a generator compiles (its generator file read once per audit).
+    fn source_set(&self, root: &Path, file: &str, function: &str, rules: &LayerRules) -> SourceSet {
+        let parsed = cell(&self.generator_files, file.to_string())
+            .get_or_init(|| Arc::new(GeneratorFile::read(root, file)))
+            .clone();
+        let includes_of = |path: &str| {
+            cell(&self.includes, path.to_string())
+                .get_or_init(|| Arc::new(file_includes(root, rules, path)))
+                .clone()
+        };
+        generator_sources(root, &parsed, file, function, rules, &includes_of)
+    }
+
+    /// One source file's facts, read once per audit.
+    fn file_facts(&self, root: &Path, path: &str, rules: &LayerRules) -> Arc<FileFacts> {
+        cell(&self.files, path.to_string())
+            .get_or_init(|| Arc::new(FileFacts::read(root, path, rules)))
             .clone()
     }
 }

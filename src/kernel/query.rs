@@ -207,6 +207,18 @@ impl KernelIndex {
     }
 
     /// The Python file and function of a generator id, when the site has them.
+    /// Reads the sources of these JIT generators ahead of the queries that need them
+    /// (`LayerIndex::read_generators`).
+    pub fn read_generators<'i>(&self, ids: impl IntoIterator<Item = &'i str>, site: &Site) {
+        let located: std::collections::BTreeSet<(String, String)> = ids
+            .into_iter()
+            .filter_map(|id| self.generator_location(id, site))
+            .collect();
+        let located: Vec<(String, String)> = located.into_iter().collect();
+        self.layers
+            .read_generators(&site.root, &located, &self.layer_rules);
+    }
+
     fn generator_location(&self, id: &str, site: &Site) -> Option<(String, String)> {
         let (module, function) = id.split_once(':')?;
         if let Some(g) = self.jit.generators(id).first() {

@@ -118,6 +118,20 @@ pub fn judge_prepared(
         KernelIndex::build_for_globs(site, scan, &globs)
     };
     index.dsl = dsl;
+    index.read_generators(
+        links
+            .iter()
+            .filter_map(|link| match &link.outcome {
+                LinkOutcome::Linked(found) => Some(found),
+                LinkOutcome::NotLinked(_) => None,
+            })
+            .flatten()
+            .filter_map(|found| match &found.needs {
+                Requirement::Jit(id) => Some(id.as_str()),
+                _ => None,
+            }),
+        site,
+    );
     if timings {
         eprintln!("verdicts: kernel index {:?}", clock.elapsed());
     }
