@@ -261,7 +261,7 @@ fn kernel_index(site: &Site, jit: JitIndex, libraries: bool, dsl: bool) -> Kerne
         KernelIndex::new(Vec::new(), jit)
     };
     if dsl {
-        index.dsl = crate::verdict::site_text::SiteText::read(&site.root).dsl_index();
+        index.dsl = crate::verdict::site_text::SiteFiles::read(&site.root).dsl_index();
     }
     index
 }

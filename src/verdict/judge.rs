@@ -10,7 +10,7 @@ use super::code::{Code, FileCache};
 use super::flow::Guard;
 use super::link::{GateLink, LinkOutcome, Linker, Seed};
 use super::model::{KernelInfo, KernelState, Verdict, VerdictKind, Verdicts};
-use super::site_text::SiteText;
+use super::site_text::{SiteFiles, SiteText};
 use crate::arch::Arch;
 use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::dsl::DslIndex;
@@ -32,11 +32,10 @@ pub struct Prepared {
 pub fn prepare(root: &Path, beside: Option<&Beside>) -> Prepared {
     let timings = std::env::var_os("GATEFIX_TIMINGS").is_some();
     let clock = std::time::Instant::now();
-    let text = stage(beside, || SiteText::read(root));
-    if timings {
-        eprintln!("verdicts: site text {:?}", clock.elapsed());
-    }
-    let dsl = stage(beside, || text.dsl_index());
+    let files = stage(beside, || SiteFiles::read(root));
+    // The DSL index first: its rounds run on one thread, which beside the scan costs nothing,
+    // while the words are indexed in parallel, which is what is left once the scan is done.
+    let dsl = stage(beside, || files.dsl_index());
     if timings {
         eprintln!(
             "verdicts: CuTe DSL index ({} ops, {} kernel modules) {:?}",
@@ -44,6 +43,10 @@ pub fn prepare(root: &Path, beside: Option<&Beside>) -> Prepared {
             dsl.kernels.len(),
             clock.elapsed()
         );
+    }
+    let text = stage(beside, || SiteText::index(files));
+    if timings {
+        eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
     Prepared { text, dsl }
 }
@@ -180,7 +183,10 @@ fn link_by_file(linker: &Linker, code: &Code, gates: &[Gate]) -> (Vec<GateLink>,
     for (index, gate) in gates.iter().enumerate() {
         by_file.entry(gate.file.as_str()).or_default().push(index);
     }
-    let groups: Vec<(&str, Vec<usize>)> = by_file.into_iter().collect();
+    // The files with the most gates first: a file's gates are linked on one thread, and a
+    // big one started last would leave the other core idle.
+    let mut groups: Vec<(&str, Vec<usize>)> = by_file.into_iter().collect();
+    groups.sort_by_key(|(_, indices)| std::cmp::Reverse(indices.len()));
     let mut linked: Vec<(usize, (GateLink, Vec<Seed>))> = groups
         .par_iter()
         .flat_map_iter(|(file, indices)| {

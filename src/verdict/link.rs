@@ -839,10 +839,14 @@ impl Linker<'_> {
                     clock.elapsed()
                 );
             }
-            let computed: Vec<(FlagKey, FlagResult)> = keys
+            // The flags with the most reads first: each flag's reads are followed on one
+            // thread, and a common one started last would leave the other core idle.
+            let mut order: Vec<usize> = (0..keys.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(hits[i].len()));
+            let mut computed: Vec<(usize, FlagKey, FlagResult)> = order
                 .par_iter()
-                .zip(hits.par_iter())
-                .map(|(key, hits)| {
+                .map(|&i| {
+                    let (key, hits) = (&keys[i], hits[i]);
                     let mut result = FlagResult::default();
                     for hop in reader.reads(key, hits) {
                         match hop {
@@ -895,11 +899,12 @@ impl Linker<'_> {
                             }
                         }
                     }
-                    (key.clone(), result)
+                    (i, key.clone(), result)
                 })
                 .collect();
+            computed.sort_unstable_by_key(|(i, _, _)| *i);
             let trace = std::env::var("GATEFIX_TRACE_FLOW").ok();
-            for (key, result) in computed {
+            for (_, key, result) in computed {
                 if trace
                     .as_deref()
                     .is_some_and(|t| t == "*" || key.name() == t)

@@ -113,29 +113,57 @@ pub struct Hit {
     pub end: usize,
 }
 
-impl SiteText {
+/// The site's Python files as read, before their words and definitions are indexed
+/// (`SiteText::index`): the CuTe DSL index reads them so.
+pub struct SiteFiles {
+    files: Vec<(String, Option<String>, Arc<Vec<u8>>)>,
+}
+
+impl SiteFiles {
+    pub fn read(root: &Path) -> SiteFiles {
+        let mut warnings = Vec::new();
+        let paths = crate::scan::python_files(root, &mut warnings);
+        let files = paths
+            .par_iter()
+            .filter_map(|relative| {
+                let src = std::fs::read(root.join(relative)).ok()?;
+                (src.len() <= MAX_FILE_BYTES).then(|| {
+                    (
+                        relative.to_string_lossy().replace('\\', "/"),
+                        module_name(relative).map(|(m, _)| m),
+                        Arc::new(src),
+                    )
+                })
+            })
+            .collect();
+        SiteFiles { files }
+    }
+
     /// The CuTe DSL ops and kernels of these files (L5, `kernel::dsl`).
     pub fn dsl_index(&self) -> DslIndex {
         DslIndex::from_files(
             self.files
                 .iter()
-                .map(|f| (f.path.as_str(), f.module.as_deref(), f.src.as_slice())),
+                .map(|(path, module, src)| (path.as_str(), module.as_deref(), src.as_slice())),
         )
     }
+}
 
+impl SiteText {
     pub fn read(root: &Path) -> SiteText {
-        let mut warnings = Vec::new();
-        let paths = crate::scan::python_files(root, &mut warnings);
-        let files: Vec<TextFile> = paths
-            .par_iter()
-            .filter_map(|relative| {
-                let src = std::fs::read(root.join(relative)).ok()?;
-                (src.len() <= MAX_FILE_BYTES).then(|| TextFile {
-                    path: relative.to_string_lossy().replace('\\', "/"),
-                    module: module_name(relative).map(|(m, _)| m),
-                    words: WordFilter::of(&src),
-                    src: Arc::new(src),
-                })
+        SiteText::index(SiteFiles::read(root))
+    }
+
+    /// Each file's words and the site's definitions.
+    pub fn index(files: SiteFiles) -> SiteText {
+        let files: Vec<TextFile> = files
+            .files
+            .into_par_iter()
+            .map(|(path, module, src)| TextFile {
+                path,
+                module,
+                words: WordFilter::of(&src),
+                src,
             })
             .collect();
         let per_file: Vec<Vec<(String, usize)>> =
@@ -321,7 +349,7 @@ mod tests {
     #[test]
     fn the_dsl_index_of_a_site_finds_its_ops_and_kernels() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/dsl");
-        let index = SiteText::read(&root).dsl_index();
+        let index = SiteFiles::read(&root).dsl_index();
         let mut kernels: Vec<&str> = index.kernels.keys().map(String::as_str).collect();
         kernels.sort();
         // The SM80 kernel builds only an op with no declared admission: not a DSL kernel.
