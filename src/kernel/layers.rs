@@ -253,14 +253,8 @@ impl LayerIndex {
             .par_iter()
             .zip(sets)
             .for_each(|((file, function), set)| {
-                cell(&self.generators, (file.clone(), function.clone())).get_or_init(|| {
-                    let files = set
-                        .files
-                        .iter()
-                        .map(|path| self.file_facts(root, path, rules))
-                        .collect();
-                    Arc::new(GeneratorSources { set, files })
-                });
+                cell(&self.generators, (file.clone(), function.clone()))
+                    .get_or_init(|| self.with_facts(root, set, rules));
             });
     }
 
@@ -274,15 +268,19 @@ impl LayerIndex {
         let generator = cell(&self.generators, (file.to_string(), function.to_string()));
         generator
             .get_or_init(|| {
-                let set = self.source_set(root, file, function, rules);
-                let files = set
-                    .files
-                    .iter()
-                    .map(|path| self.file_facts(root, path, rules))
-                    .collect();
-                Arc::new(GeneratorSources { set, files })
+                self.with_facts(root, self.source_set(root, file, function, rules), rules)
             })
             .clone()
+    }
+
+    /// A generator's source set with the facts of each of its files.
+    fn with_facts(&self, root: &Path, set: SourceSet, rules: &LayerRules) -> Arc<GeneratorSources> {
+        let files = set
+            .files
+            .iter()
+            .map(|path| self.file_facts(root, path, rules))
+            .collect();
+        Arc::new(GeneratorSources { set, files })
     }
 
     /// The files a generator compiles (its generator file read once per audit).

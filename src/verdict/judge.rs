@@ -122,17 +122,10 @@ pub fn judge_prepared(
     };
     index.dsl = dsl;
     index.read_generators(
-        links
-            .iter()
-            .filter_map(|link| match &link.outcome {
-                LinkOutcome::Linked(found) => Some(found),
-                LinkOutcome::NotLinked(_) => None,
-            })
-            .flatten()
-            .filter_map(|found| match &found.needs {
-                Requirement::Jit(id) => Some(id.as_str()),
-                _ => None,
-            }),
+        requirements(&links).filter_map(|needs| match needs {
+            Requirement::Jit(id) => Some(id.as_str()),
+            _ => None,
+        }),
         site,
     );
     if timings {
@@ -223,15 +216,21 @@ fn top_level_folders(site: &Site) -> HashSet<String> {
         .unwrap_or_default()
 }
 
-fn library_globs(links: &[GateLink]) -> Vec<String> {
-    let mut globs: Vec<String> = links
+/// What every kernel the gates are linked to needs.
+fn requirements(links: &[GateLink]) -> impl Iterator<Item = &Requirement> {
+    links
         .iter()
         .filter_map(|l| match &l.outcome {
             LinkOutcome::Linked(links) => Some(links),
             LinkOutcome::NotLinked(_) => None,
         })
         .flatten()
-        .filter_map(|l| match &l.needs {
+        .map(|l| &l.needs)
+}
+
+fn library_globs(links: &[GateLink]) -> Vec<String> {
+    let mut globs: Vec<String> = requirements(links)
+        .filter_map(|needs| match needs {
             Requirement::Library { glob, .. } => Some(glob.clone()),
             Requirement::TorchOp { namespace, .. } => Some(format!("{namespace}/**/*.so")),
             _ => None,
