@@ -37,28 +37,35 @@ pub fn transparent_huge_pages(allowed: bool) {
 /// by what it takes (0.46 s of a 3.4 s scan on sglang 0.5.23 + flashinfer 0.7.2, 2 cores).
 /// On threads that yield to every other thread of the machine (nice 19: the scheduler gives
 /// them about 1.5% of a core against one at the default priority) it runs only where a
-/// core would idle. A stage that starts after the foreground has finished runs on the
-/// shared pool instead: a nice value cannot be lowered again without privileges, and work
-/// nobody waits behind must not crawl on a machine busy with other processes.
+/// core would idle. Such threads also yield to other processes, so they are used only where
+/// the machine has idle cores to give: not where, when the audit starts, at least as many
+/// other threads are runnable as there are cores (a parallel build, a busy CI runner), since
+/// work there at the lowest priority could wait for all of them. And a stage that starts
+/// after the foreground has finished runs on the shared pool: a nice value cannot be lowered
+/// again without privileges. (A machine that becomes saturated while a stage runs still
+/// slows that stage.)
 pub struct Beside {
-    /// Threads at the lowest priority, started by the first stage; `None` where the system
-    /// cannot lower one thread's priority alone (off Linux, the nice value belongs to the
-    /// process) or the pool could not be started: the work then shares the foreground's
-    /// threads.
+    /// Threads at the lowest priority, started by the first stage; `None` where the machine
+    /// has no idle core to give, the system cannot lower one thread's priority alone (off
+    /// Linux, the nice value belongs to the process) or the pool could not be started: the
+    /// work then shares the foreground's threads.
     yielding: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    /// Whether the machine had cores to spare when the work was set up (see above).
+    may_yield: bool,
     foreground_done: std::sync::atomic::AtomicBool,
 }
 
-impl Default for Beside {
-    fn default() -> Beside {
-        Beside::new()
-    }
-}
-
 impl Beside {
-    pub fn new() -> Beside {
+    /// Asks the machine, before the foreground starts, whether it has cores to spare (a few
+    /// milliseconds: `cores_to_spare`).
+    pub fn for_this_machine() -> Beside {
+        Beside::with_yielding(cores_to_spare())
+    }
+
+    fn with_yielding(may_yield: bool) -> Beside {
         Beside {
             yielding: std::sync::OnceLock::new(),
+            may_yield,
             foreground_done: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -72,7 +79,10 @@ impl Beside {
         if foreground_done {
             return work();
         }
-        match self.yielding.get_or_init(yielding_pool) {
+        let pool = self
+            .yielding
+            .get_or_init(|| self.may_yield.then(yielding_pool).flatten());
+        match pool {
             Some(pool) => pool.install(work),
             None => work(),
         }
@@ -83,6 +93,45 @@ impl Beside {
         self.foreground_done
             .store(true, std::sync::atomic::Ordering::Release);
     }
+}
+
+/// `work` as a stage beside the foreground where there is such work, else here.
+pub fn stage<T: Send>(beside: Option<&Beside>, work: impl FnOnce() -> T + Send) -> T {
+    match beside {
+        Some(beside) => beside.stage(work),
+        None => work(),
+    }
+}
+
+/// Whether fewer other threads are runnable than there are cores. The least of three looks
+/// a few milliseconds apart: a process that has just exited leaves kernel threads runnable
+/// for a moment (a back-to-back run saw one to three).
+fn cores_to_spare() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut others = None;
+    for look in 0..3 {
+        if look > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let now = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|text| others_runnable(&text));
+        others = others.min(now).or(now);
+    }
+    let spare = others.is_some_and(|others| others < cores);
+    if std::env::var_os("GATEFIX_TIMINGS").is_some() {
+        eprintln!(
+            "beside: {others:?} other threads runnable, {cores} cores: yielding threads {spare}"
+        );
+    }
+    spare
+}
+
+/// How many threads other than the caller are runnable on the machine now: the first number
+/// of `/proc/loadavg`'s fourth field (`runnable/total`, Linux), which counts the caller.
+fn others_runnable(loadavg: &str) -> Option<usize> {
+    let (runnable, _) = loadavg.split_whitespace().nth(3)?.split_once('/')?;
+    Some(runnable.parse::<usize>().ok()?.saturating_sub(1))
 }
 
 /// As many threads as the machine has cores, each lowering its own priority to the least
@@ -124,7 +173,7 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_stage_yields_while_the_foreground_runs_and_not_after() {
-        let beside = Beside::new();
+        let beside = Beside::with_yielding(true);
         let caller = own_nice();
         let (name, nice) =
             beside.stage(|| (std::thread::current().name().map(String::from), own_nice()));
@@ -149,8 +198,28 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
+    fn on_a_busy_machine_a_stage_shares_the_foreground_threads() {
+        let beside = Beside::with_yielding(false);
+        let caller = own_nice();
+        let (thread, nice) = beside.stage(|| (std::thread::current().id(), own_nice()));
+        assert_eq!(thread, std::thread::current().id());
+        assert_eq!(nice, caller);
+    }
+
+    #[test]
+    fn the_other_runnable_threads_are_read_from_loadavg() {
+        assert_eq!(others_runnable("0.50 0.40 0.30 1/109 12426\n"), Some(0));
+        assert_eq!(others_runnable("1.87 1.67 1.50 4/125 11784\n"), Some(3));
+        assert_eq!(others_runnable("1.87 1.67 1.50 0/125 11784"), Some(0));
+        assert_eq!(others_runnable("1.87 1.67 1.50"), None);
+        assert_eq!(others_runnable("1.87 1.67 1.50 x/125 1"), None);
+        assert_eq!(others_runnable(""), None);
+    }
+
+    #[test]
     fn a_stage_gives_back_what_its_work_gives() {
-        let beside = Beside::new();
+        let beside = Beside::with_yielding(true);
         let sum: u64 = beside.stage(|| {
             use rayon::prelude::*;
             (1..=1000u64).into_par_iter().sum()

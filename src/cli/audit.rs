@@ -15,7 +15,7 @@ use crate::kernel::jit::JitIndex;
 use crate::kernel::query::KernelIndex;
 use crate::ledger::history::History;
 use crate::policy::{Baseline, findings, parse_fail_on, should_fail};
-use crate::process::Beside;
+use crate::process::{Beside, stage};
 use crate::report::kernels::KernelsReport;
 use crate::report::sarif::Anchor;
 use crate::report::{AuditReport, github, html, human, json, sarif};
@@ -297,13 +297,16 @@ pub fn analyse(
     // The verdicts' reading of the site's text and the first audit's hashing of every file
     // for the cache's key do not wait for the gates: they run beside the scan, on the cores
     // it leaves idle (`Beside`).
-    let beside = Beside::new();
+    let beside = (with_verdicts || first_audit.is_some()).then(Beside::for_this_machine);
+    let beside = beside.as_ref();
     let (result, prepared, first_key) = std::thread::scope(|scope| {
-        let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root, Some(&beside))));
+        let prepared = with_verdicts.then(|| scope.spawn(|| prepare(&site.root, beside)));
         let first_key = first_audit
-            .map(|cache| scope.spawn(|| beside.stage(|| cache.key(&site.root, &context))));
+            .map(|cache| scope.spawn(|| stage(beside, || cache.key(&site.root, &context))));
         let result = scan_with(&site, &rules, options);
-        beside.foreground_done();
+        if let Some(beside) = beside {
+            beside.foreground_done();
+        }
         let prepared = prepared.map(|p| p.join().expect("reading the site's text"));
         let first_key = first_key.map(|k| k.join().expect("hashing the site's files"));
         (result, prepared, first_key)

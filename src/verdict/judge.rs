@@ -16,7 +16,7 @@ use crate::gate::predicate::{Admits, CudaVersion, Form, Pred, evaluate};
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::query::{Answer, KernelIndex};
 use crate::kernel::requirement::Requirement;
-use crate::process::Beside;
+use crate::process::{Beside, stage};
 use crate::rules::{LaunchFeature, Rules};
 use crate::scan::{Gate, ScanResult};
 use crate::site::Site;
@@ -49,14 +49,6 @@ pub fn prepare(root: &Path, beside: Option<&Beside>) -> Prepared {
         eprintln!("verdicts: site text {:?}", clock.elapsed());
     }
     Prepared { text, dsl }
-}
-
-/// One stage of `prepare`: beside the scan when there is one (see `Beside`), else here.
-fn stage<T: Send>(beside: Option<&Beside>, work: impl FnOnce() -> T + Send) -> T {
-    match beside {
-        Some(beside) => beside.stage(work),
-        None => work(),
-    }
 }
 
 /// Verdicts for every gate of a scan, at every target.
