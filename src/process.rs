@@ -107,8 +107,12 @@ pub fn stage<T: Send>(beside: Option<&Beside>, work: impl FnOnce() -> T + Send) 
 /// a few milliseconds apart: a process that has just exited leaves kernel threads runnable
 /// for a moment (a back-to-back run saw one to three).
 fn cores_to_spare() -> bool {
+    // Elsewhere there are no yielding threads to choose (`yielding_pool`).
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut others = None;
+    let mut others: Option<usize> = None;
     for look in 0..3 {
         if look > 0 {
             std::thread::sleep(std::time::Duration::from_millis(3));
@@ -116,7 +120,10 @@ fn cores_to_spare() -> bool {
         let now = std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|text| others_runnable(&text));
-        others = others.min(now).or(now);
+        others = match (others, now) {
+            (Some(before), Some(now)) => Some(before.min(now)),
+            (before, now) => before.or(now),
+        };
     }
     let spare = others.is_some_and(|others| others < cores);
     if std::env::var_os("GATEFIX_TIMINGS").is_some() {
