@@ -150,10 +150,6 @@ impl SiteFiles {
 }
 
 impl SiteText {
-    pub fn read(root: &Path) -> SiteText {
-        SiteText::index(SiteFiles::read(root))
-    }
-
     /// Each file's words and the site's definitions.
     pub fn index(files: SiteFiles) -> SiteText {
         let files: Vec<TextFile> = files
@@ -180,10 +176,6 @@ impl SiteText {
     /// Every definition of a name in the site: (file index, offset of `def`), in file order.
     pub fn defs(&self, name: &str) -> &[(usize, usize)] {
         self.defs.get(name).map_or(&[], Vec::as_slice)
-    }
-
-    pub fn file_index(&self, path: &str) -> Option<usize> {
-        self.files.iter().position(|f| f.path == path)
     }
 
     /// Every whole-word occurrence of each name, in file order. A name that is one word is
