@@ -23,6 +23,7 @@ pub mod scan;
 pub mod site;
 pub mod syntax;
 pub mod verdict;
+pub mod words;
 
 /// `gatefix --version`: the crate version and the commit it was built from (build.rs).
 pub const VERSION: &str = concat!(

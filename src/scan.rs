@@ -445,7 +445,7 @@ pub fn scan_overlay_with(
                             "skipped: {why}; Python cannot import it, and gates in it are not reported"
                         ));
                     }
-                    let no_token = || lowering.token_starts(bytes, &parameter_names, &[]).is_empty();
+                    let no_token = || !lowering.has_token(bytes, &parameter_names);
                     let Some((module, is_package)) = module_name(file) else {
                         return if options.prefilter && no_token() {
                             FirstPass::Done(FileOutcome::Nothing)
@@ -584,6 +584,7 @@ pub fn scan_overlay_with(
         max_file_bytes: options.max_file_bytes,
         last_index: None,
         may_define_memo: Default::default(),
+        texts: Default::default(),
     };
     let mut by_module: BTreeMap<String, SharedModule> = lowered
         .iter()
@@ -1117,6 +1118,11 @@ enum Lowered {
 
 impl FileLowering<'_> {
     /// Where the tokens occur: the prefilter's answer, and what chunking starts from.
+    /// Whether `token_starts` (with no fed names) finds any: the first match decides.
+    fn has_token(&self, bytes: &[u8], parameter_names: &[String]) -> bool {
+        self.prefilter.hit(bytes) || !def_parameter_starts(bytes, parameter_names).is_empty()
+    }
+
     fn token_starts(
         &self,
         bytes: &[u8],
@@ -1241,6 +1247,9 @@ struct FedLowering<'a> {
     /// `may_define`'s answers by module and name: the pass asks about the same callee
     /// for every call site of it, and each answer costs reading the module's file.
     may_define_memo: std::sync::Mutex<rustc_hash::FxHashMap<(String, String), MayDefine>>,
+    /// The files `may_define` read, by module (`None`: unreadable): it asks about many names
+    /// of one module, and reading the file again for each was most of its cost.
+    texts: std::sync::Mutex<rustc_hash::FxHashMap<String, Option<std::sync::Arc<[u8]>>>>,
 }
 
 impl FedLowering<'_> {
@@ -1258,8 +1267,22 @@ impl FedLowering<'_> {
         if let Some(bytes) = self.overlay.get(&relative(Path::new(""), &file.path)) {
             return may_define(bytes, name);
         }
-        std::fs::read(self.site_root.join(&file.path))
-            .map_or(unreadable, |bytes| may_define(&bytes, name))
+        let known = self.texts.lock().unwrap().get(module).cloned();
+        let text = match known {
+            Some(text) => text,
+            None => {
+                // Read outside the lock: the pass asks from every thread.
+                let text = std::fs::read(self.site_root.join(&file.path))
+                    .ok()
+                    .map(std::sync::Arc::<[u8]>::from);
+                self.texts
+                    .lock()
+                    .unwrap()
+                    .insert(module.to_string(), text.clone());
+                text
+            }
+        };
+        text.map_or(unreadable, |bytes| may_define(&bytes, name))
     }
 }
 

@@ -988,7 +988,7 @@ impl<'a> WordFilter<'a> {
 /// Identifier-like words of a piece of source (strings and comments included: an over-match
 /// only keeps one more small statement).
 fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    byte_runs(text, |c| c.is_ascii_alphanumeric() || c == b'_')
+    crate::words::ascii_word_runs(text)
         .map(move |(start, end)| &text[start..end])
         .filter(|word| !word[0].is_ascii_digit())
 }
@@ -1134,7 +1134,7 @@ fn token_parameters(splitter: &Splitter, (start, end): (usize, usize)) -> Vec<St
     };
     let starts: Vec<usize> = splitter.token_starts.within((start, end)).collect();
     let mut names = Vec::new();
-    for (from, to) in byte_runs(&header[open..], |c| c.is_ascii_alphanumeric() || c == b'_') {
+    for (from, to) in crate::words::ascii_word_runs(&header[open..]) {
         let at = open + from;
         if starts.contains(&at) && !header[at].is_ascii_digit() {
             let name = String::from_utf8_lossy(&header[at..open + to]).into_owned();
@@ -1297,7 +1297,7 @@ impl Matcher {
             })),
             // A whole-word occurrence is exactly an identifier equal to a name.
             Matcher::Many(names) => Box::new(
-                byte_runs(text, is_identifier_byte)
+                crate::words::word_runs(text)
                     .filter(|&(start, end)| names.contains(&text[start..end]))
                     .map(|(start, _)| start),
             ),
@@ -1307,11 +1307,11 @@ impl Matcher {
 
 /// The maximal runs of identifier bytes in a text: every identifier in it is one of them.
 pub(crate) fn word_runs(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    byte_runs(text, is_identifier_byte).map(move |(start, end)| &text[start..end])
+    crate::words::word_runs(text).map(move |(start, end)| &text[start..end])
 }
 
 pub(crate) fn is_identifier_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+    crate::words::is_word_byte(c)
 }
 
 /// Where `name` occurs in the text as a whole identifier.
@@ -1326,24 +1326,6 @@ pub(crate) fn whole_word_starts<'t>(
 fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
     let before = start > 0 && is_identifier_byte(text[start - 1]);
     !before && !text.get(end).is_some_and(|c| is_identifier_byte(*c))
-}
-
-/// The maximal runs of bytes of a class in a text, as (start, end).
-fn byte_runs<'t>(
-    text: &'t [u8],
-    class: impl Fn(u8) -> bool + 't,
-) -> impl Iterator<Item = (usize, usize)> + 't {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < text.len() && !class(text[at]) {
-            at += 1;
-        }
-        let start = at;
-        while at < text.len() && class(text[at]) {
-            at += 1;
-        }
-        (at > start).then_some((start, at))
-    })
 }
 
 fn matcher(names: &[String]) -> Matcher {

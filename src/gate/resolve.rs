@@ -314,15 +314,16 @@ impl<K, T> Default for Memo<K, T> {
     }
 }
 
-/// A key's values cut short, by where each was computed.
-type Replays<T> = Vec<(Stance, Replay<T>)>;
+/// A key's values cut short, by where each was computed: the first computed from a stance
+/// is the one replayed there. A map, as a key can be reached from hundreds of stances.
+type Replays<T> = FxHashMap<Stance, Replay<T>>;
 
 /// Everything a computation's value can depend on besides its key and the code: how deep it
 /// starts (`MAX_DEPTH`), how many frames and memoised computations are open around it, what
 /// is open on this thread (the cycle checks' sets), and what the memo tables held (their
 /// resolver's count of kept values: a value kept since could be a hit that a computation
 /// afresh would read instead of working out, and resolve further).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stance {
     depth: u32,
     frames: u32,
@@ -392,7 +393,7 @@ impl<K: Eq + std::hash::Hash, T: Clone> Memo<K, T> {
             return None;
         }
         let replays = self.replays.lock().expect("no poisoned lock");
-        let (_, replay) = replays.get(key)?.iter().find(|(s, _)| s == stance)?;
+        let replay = replays.get(key)?.get(stance)?;
         let steps = STEPS.with(|s| s.get());
         if steps + replay.steps > STEP_BUDGET {
             return None;
@@ -441,7 +442,8 @@ impl<K: Eq + std::hash::Hash, T: Clone> Memo<K, T> {
             .expect("no poisoned lock")
             .entry(key)
             .or_default()
-            .push((stance, replay));
+            .entry(stance)
+            .or_insert(replay);
     }
 }
 
@@ -766,10 +768,14 @@ impl<'a> Resolver<'a> {
                     .map(|i| self.eval(i, scope, depth + 1))
                     .collect(),
             ),
-            Expr::Name(_) | Expr::Attr(..) | Expr::Call { .. } | Expr::Subscript(..)
-                if !self.worth_resolving(expr, scope) =>
-            {
-                Val::Free(expr.to_string())
+            Expr::Name(_) | Expr::Attr(..) | Expr::Call { .. } | Expr::Subscript(..) => {
+                // The text is made once: the pruning test reads it, and a pruned value is it.
+                let text = expr.to_string();
+                if self.worth_resolving_as(expr, &text, scope) {
+                    self.eval_unpruned(expr, scope, depth)
+                } else {
+                    Val::Free(text)
+                }
             }
             _ => self.eval_unpruned(expr, scope, depth),
         }
@@ -948,7 +954,11 @@ impl<'a> Resolver<'a> {
     /// Cheap pruning: an expression that names no arch token, no rule, and no name of its own
     /// module or function cannot depend on the architecture through anything gatefix knows.
     fn worth_resolving(&self, expr: &Expr, scope: Scope) -> bool {
-        let text = expr.to_string();
+        self.worth_resolving_as(expr, &expr.to_string(), scope)
+    }
+
+    /// `worth_resolving` with the expression's text (`Display`) already made.
+    fn worth_resolving_as(&self, expr: &Expr, text: &str, scope: Scope) -> bool {
         if self.tokens.hit(text.as_bytes()) {
             return true;
         }

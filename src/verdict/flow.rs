@@ -19,8 +19,9 @@ use super::code::{
     Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with,
     ends_with_raise, facts, field_is, plain_word, raise_guarded, text,
 };
-use super::site_text::{Hit, SiteText, is_word_byte};
+use super::site_text::{Hit, SiteText};
 use crate::scan::Gate;
+use crate::words::is_word_byte;
 
 /// Reads of one flag followed before giving up on it.
 pub const MAX_READS: usize = 48;

@@ -12,7 +12,7 @@ use super::code::{
     gated_branch, star_imports,
 };
 use super::flow::{Guard, Hop, Reader};
-use super::site_text::{Hit, SiteText, is_word_byte};
+use super::site_text::{Hit, SiteText};
 use crate::gate::predicate::Form;
 use crate::kernel::dsl::DslIndex;
 use crate::kernel::jit::JitIndex;
@@ -20,6 +20,7 @@ use crate::kernel::query::glob_match;
 use crate::kernel::requirement::Requirement;
 use crate::rules::{LinkRule, Rules};
 use crate::scan::Gate;
+use crate::words::is_word_byte;
 
 /// Calls followed in a row from a gated branch before giving up.
 pub const MAX_HOPS: usize = 6;

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use crate::gate::index::module_name;
 use crate::kernel::dsl::DslIndex;
+use crate::words::{is_word_byte, word_runs};
 
 /// Files over this size are generated tables or vendored code; they are not searched.
 const MAX_FILE_BYTES: usize = 2 * 1024 * 1024;
@@ -53,37 +54,9 @@ impl WordFilter {
 
     fn of(src: &[u8]) -> WordFilter {
         let mut filter = WordFilter::empty_for(src);
-        // 64 bytes at a time: a mask of the block's word bytes, built without a branch, then
-        // each run of ones is a word (one running on from the block before ends at the
-        // block's first zero), instead of a branch on every byte of the site.
-        let mut running: Option<usize> = None;
-        for (index, block) in src.chunks(64).enumerate() {
-            let base = index * 64;
-            let mut mask = word_mask(block);
-            if let Some(start) = running {
-                let run = mask.trailing_ones() as usize;
-                if run == block.len() {
-                    continue;
-                }
-                filter.insert(word_hash(&src[start..base + run]));
-                running = None;
-                // `run` < 64: the block has a zero.
-                mask &= !((1u64 << run) - 1);
-            }
-            while mask != 0 {
-                let start = mask.trailing_zeros() as usize;
-                let run = (mask >> start).trailing_ones() as usize;
-                if start + run == block.len() {
-                    running = Some(base + start);
-                    break;
-                }
-                filter.insert(word_hash(&src[base + start..base + start + run]));
-                // `start + run` < 64: the run ends inside the block.
-                mask &= !(((1u64 << run) - 1) << start);
-            }
-        }
-        if let Some(start) = running {
-            filter.insert(word_hash(&src[start..]));
+        // Word by word, found 64 bytes at a time (`crate::words`).
+        for (start, end) in word_runs(src) {
+            filter.insert(word_hash(&src[start..end]));
         }
         filter
     }
@@ -253,66 +226,6 @@ fn low_bytes(bytes: &[u8]) -> u64 {
     }
 }
 
-/// Bit `i` set where `block[i]` (at most 64 bytes) is a word byte.
-fn word_mask(block: &[u8]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if let Ok(block) = <&[u8; 64]>::try_from(block) {
-        return word_mask_sse2(block);
-    }
-    let mut mask = 0u64;
-    for (i, &b) in block.iter().enumerate() {
-        mask |= (WORD_BYTES[b as usize] as u64) << i;
-    }
-    mask
-}
-
-/// `word_mask` of a whole block, 16 bytes per step (SSE2 is part of every x86-64): a byte is
-/// a word byte when its top bit is set, when it lies in `a..=z` with bit 5 set, in `0..=9`,
-/// or is `_`.
-#[cfg(target_arch = "x86_64")]
-fn word_mask_sse2(block: &[u8; 64]) -> u64 {
-    use std::arch::x86_64::*;
-    let mut mask = 0u64;
-    for (step, chunk) in block.chunks_exact(16).enumerate() {
-        // SAFETY: SSE2 is part of the x86-64 baseline, so these are always available; the
-        // load reads `chunk`'s 16 bytes and takes any alignment.
-        let word = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            // Unsigned `x <= limit`, as `min(x, limit) == x`.
-            let at_most = |x: __m128i, limit: u8| {
-                _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(limit as i8)), x)
-            };
-            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            let letter = at_most(_mm_sub_epi8(lower, _mm_set1_epi8(b'a' as i8)), 25);
-            let digit = at_most(_mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8)), 9);
-            let underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'_' as i8));
-            // The top bit of each byte: set for non-ASCII bytes, and for the matches above.
-            _mm_movemask_epi8(_mm_or_si128(
-                _mm_or_si128(letter, digit),
-                _mm_or_si128(underscore, v),
-            ))
-        };
-        mask |= (word as u16 as u64) << (16 * step);
-    }
-    mask
-}
-
-/// Which bytes make up words: ASCII letters, digits, `_`, and any non-ASCII byte.
-static WORD_BYTES: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
-        b += 1;
-    }
-    table
-};
-
-pub fn is_word_byte(b: u8) -> bool {
-    WORD_BYTES[b as usize]
-}
-
 /// `def name(` at the start of a line (after indentation, `async`), with its offset.
 fn def_names(src: &[u8]) -> Vec<(String, usize)> {
     let mut out = Vec::new();
@@ -370,12 +283,12 @@ mod tests {
         let mut filter = WordFilter::empty_for(src);
         let mut at = 0;
         while at < src.len() {
-            if !WORD_BYTES[src[at] as usize] {
+            if !is_word_byte(src[at]) {
                 at += 1;
                 continue;
             }
             let start = at;
-            while at < src.len() && WORD_BYTES[src[at] as usize] {
+            while at < src.len() && is_word_byte(src[at]) {
                 at += 1;
             }
             filter.insert(word_hash(&src[start..at]));
