@@ -469,30 +469,63 @@ pub type SharedModule = Arc<ModuleIr>;
 
 impl std::fmt::Display for Expr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        fn list(f: &mut std::fmt::Formatter<'_>, items: &[Expr]) -> std::fmt::Result {
+        self.render(f)
+    }
+}
+
+impl Expr {
+    /// The expression as Python source, as `Display` writes it, made without `write!`'s
+    /// argument parsing at every level: resolution makes the text of nearly every
+    /// expression it meets (its pruning test reads it).
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(32);
+        self.render(&mut out)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    fn render<W: std::fmt::Write>(&self, f: &mut W) -> std::fmt::Result {
+        fn list<W: std::fmt::Write>(f: &mut W, items: &[Expr]) -> std::fmt::Result {
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     f.write_str(", ")?;
                 }
-                write!(f, "{item}")?;
+                item.render(f)?;
             }
             Ok(())
         }
+        fn parenthesized<W: std::fmt::Write>(f: &mut W, e: &Expr) -> std::fmt::Result {
+            f.write_str("(")?;
+            e.render(f)?;
+            f.write_str(")")
+        }
         match self {
             Expr::Name(n) => f.write_str(n),
-            Expr::Attr(obj, attr) => write!(f, "{obj}.{attr}"),
+            Expr::Attr(obj, attr) => {
+                obj.render(f)?;
+                f.write_str(".")?;
+                f.write_str(attr)
+            }
             Expr::Call { func, args, kwargs } => {
-                write!(f, "{func}(")?;
+                func.render(f)?;
+                f.write_str("(")?;
                 list(f, args)?;
                 for (i, (k, v)) in kwargs.iter().enumerate() {
                     if i > 0 || !args.is_empty() {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{k}={v}")?;
+                    f.write_str(k)?;
+                    f.write_str("=")?;
+                    v.render(f)?;
                 }
                 f.write_str(")")
             }
-            Expr::Subscript(value, index) => write!(f, "{value}[{index}]"),
+            Expr::Subscript(value, index) => {
+                value.render(f)?;
+                f.write_str("[")?;
+                index.render(f)?;
+                f.write_str("]")
+            }
             Expr::Slice => f.write_str(":"),
             Expr::Int(n) => write!(f, "{n}"),
             Expr::Str(s) => write!(f, "{s:?}"),
@@ -526,28 +559,33 @@ impl std::fmt::Display for Expr {
                         f.write_str(sep)?;
                     }
                     match part {
-                        Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => write!(f, "({part})")?,
-                        _ => write!(f, "{part}")?,
+                        Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => parenthesized(f, part)?,
+                        _ => part.render(f)?,
                     }
                 }
                 Ok(())
             }
-            Expr::Not(inner) => match inner.as_ref() {
-                Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => write!(f, "not ({inner})"),
-                _ => write!(f, "not {inner}"),
-            },
+            Expr::Not(inner) => {
+                f.write_str("not ")?;
+                match inner.as_ref() {
+                    Expr::And(_) | Expr::Or(_) | Expr::IfExp { .. } => parenthesized(f, inner),
+                    _ => inner.render(f),
+                }
+            }
             Expr::Compare(first, rest) => {
-                let operand = |f: &mut std::fmt::Formatter<'_>, e: &Expr| match e {
+                let operand = |f: &mut W, e: &Expr| match e {
                     Expr::Compare(..)
                     | Expr::And(_)
                     | Expr::Or(_)
                     | Expr::Not(_)
-                    | Expr::IfExp { .. } => write!(f, "({e})"),
-                    _ => write!(f, "{e}"),
+                    | Expr::IfExp { .. } => parenthesized(f, e),
+                    _ => e.render(f),
                 };
                 operand(f, first)?;
                 for (op, rhs) in rest {
-                    write!(f, " {} ", op.symbol())?;
+                    f.write_str(" ")?;
+                    f.write_str(op.symbol())?;
+                    f.write_str(" ")?;
                     operand(f, rhs)?;
                 }
                 Ok(())
@@ -576,16 +614,24 @@ impl std::fmt::Display for Expr {
                 };
                 let own = binds(self).unwrap_or(2);
                 match binds(l) {
-                    Some(p) if p < own => write!(f, "({l})")?,
-                    _ => write!(f, "{l}")?,
+                    Some(p) if p < own => parenthesized(f, l)?,
+                    _ => l.render(f)?,
                 }
-                write!(f, " {sym} ")?;
+                f.write_str(" ")?;
+                f.write_str(sym)?;
+                f.write_str(" ")?;
                 match binds(r) {
-                    Some(p) if p <= own => write!(f, "({r})"),
-                    _ => write!(f, "{r}"),
+                    Some(p) if p <= own => parenthesized(f, r),
+                    _ => r.render(f),
                 }
             }
-            Expr::IfExp { test, body, orelse } => write!(f, "{body} if {test} else {orelse}"),
+            Expr::IfExp { test, body, orelse } => {
+                body.render(f)?;
+                f.write_str(" if ")?;
+                test.render(f)?;
+                f.write_str(" else ")?;
+                orelse.render(f)
+            }
             Expr::Other(text) | Expr::FString { text, .. } => f.write_str(text),
         }
     }

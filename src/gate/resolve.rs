@@ -770,7 +770,7 @@ impl<'a> Resolver<'a> {
             ),
             Expr::Name(_) | Expr::Attr(..) | Expr::Call { .. } | Expr::Subscript(..) => {
                 // The text is made once: the pruning test reads it, and a pruned value is it.
-                let text = expr.to_string();
+                let text = expr.text();
                 if self.worth_resolving_as(expr, &text, scope) {
                     self.eval_unpruned(expr, scope, depth)
                 } else {
@@ -867,8 +867,8 @@ impl<'a> Resolver<'a> {
                 select(test, body, orelse, expr)
             }
             Expr::FString { parts, .. } => self.fstring(parts, expr, scope, depth),
-            Expr::Dict(pairs) => table(pairs).unwrap_or_else(|| Val::Free(expr.to_string())),
-            Expr::Other(_) => Val::Free(expr.to_string()),
+            Expr::Dict(pairs) => table(pairs).unwrap_or_else(|| Val::Free(expr.text())),
+            Expr::Other(_) => Val::Free(expr.text()),
             Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => {
                 self.eval(expr, scope, depth)
             }
@@ -892,7 +892,7 @@ impl<'a> Resolver<'a> {
                     Val::Int(n) => pieces.push(StrPiece::Lit(n.to_string())),
                     Val::Str(text) => pieces.push(StrPiece::Lit(text)),
                     Val::Unknown(reason) => return Val::Unknown(reason),
-                    _ => return Val::Free(expr.to_string()),
+                    _ => return Val::Free(expr.text()),
                 },
             }
         }
@@ -954,7 +954,7 @@ impl<'a> Resolver<'a> {
     /// Cheap pruning: an expression that names no arch token, no rule, and no name of its own
     /// module or function cannot depend on the architecture through anything gatefix knows.
     fn worth_resolving(&self, expr: &Expr, scope: Scope) -> bool {
-        self.worth_resolving_as(expr, &expr.to_string(), scope)
+        self.worth_resolving_as(expr, &expr.text(), scope)
     }
 
     /// `worth_resolving` with the expression's text (`Display`) already made.
@@ -2072,7 +2072,7 @@ impl<'a> Resolver<'a> {
             }
             Val::Builtin(Builtin::Partial) => match args.split_first() {
                 Some((Val::Func(func), rest)) => Val::Partial(func.clone(), rest.to_vec(), kwargs),
-                _ => Val::Free(expr.to_string()),
+                _ => Val::Free(expr.text()),
             },
             Val::Builtin(builtin) => call_builtin(builtin, args, expr),
             Val::Method(kind, name) => self.call_method(&kind, &name, args, expr, depth),
@@ -2128,7 +2128,7 @@ impl<'a> Resolver<'a> {
                     .unwrap_or(val)
             }
             Val::Unknown(reason) => Val::Unknown(reason),
-            _ => Val::Free(expr.to_string()),
+            _ => Val::Free(expr.text()),
         }
     }
 
@@ -2220,7 +2220,7 @@ impl<'a> Resolver<'a> {
         match ir.function(&func.qualname) {
             // The scan keeps every function with an arch token: one its partial parse left out
             // has none, so calling it is a free condition (no need to read the whole module).
-            None if ir.partial => return Val::Free(expr.to_string()),
+            None if ir.partial => return Val::Free(expr.text()),
             // A split function whose whole definition is too large to infer: the whole module
             // would only say that (or that it is free, with no arch token).
             Some(f)
@@ -2265,7 +2265,7 @@ impl<'a> Resolver<'a> {
                 || matches!(v, Val::Unknown(reason) if reason == TOO_MANY_VALUES)
         });
         if !(whole_archy.unwrap_or(function.archy) || device_args && function.body.is_some()) {
-            return Val::Free(expr.to_string());
+            return Val::Free(expr.text());
         }
         let Some(body) = function
             .body
@@ -2701,23 +2701,23 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
             _ => Val::Builtin(Builtin::Cache),
         },
         // Handled by the caller, which has the keyword arguments.
-        Builtin::Partial => Val::Free(expr.to_string()),
+        Builtin::Partial => Val::Free(expr.text()),
         Builtin::Tuple | Builtin::List | Builtin::Set | Builtin::Version => match first {
             Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
             Some(v @ (Val::Seq(_) | Val::Str(_) | Val::Dev(_))) => v,
-            _ => Val::Free(expr.to_string()),
+            _ => Val::Free(expr.text()),
         },
         Builtin::Map => match args.next() {
             Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
-            _ => Val::Free(expr.to_string()),
+            _ => Val::Free(expr.text()),
         },
         Builtin::Int => match first {
             Some(v @ (Val::Int(_) | Val::Dev(_))) => v,
-            _ => Val::Free(expr.to_string()),
+            _ => Val::Free(expr.text()),
         },
         Builtin::IsInstance => match args.next().and_then(|types| is_instance(first?, &types)) {
             Some(answer) => Val::Bool(answer),
-            None => Val::Free(expr.to_string()),
+            None => Val::Free(expr.text()),
         },
         Builtin::ToInt => Val::Dev(DevVar::Sm),
         Builtin::CudaSplit => Val::Cuda { numeric: false },
@@ -2810,13 +2810,13 @@ fn subscript(value: Val, index: Val, expr: &Expr) -> Val {
             usize::try_from(i)
                 .ok()
                 .and_then(|i| items.into_iter().nth(i))
-                .unwrap_or_else(|| Val::Free(expr.to_string()))
+                .unwrap_or_else(|| Val::Free(expr.text()))
         }
         // `torch.version.cuda.split(".")[:2]` keeps being the CUDA version.
         (cuda @ Val::Cuda { .. }, _) => cuda,
         (Val::Unknown(reason), _) => Val::Unknown(reason),
         (Val::Dev(_), _) => Val::Unknown(format!("cannot index the device value in `{expr}`")),
-        _ => Val::Free(expr.to_string()),
+        _ => Val::Free(expr.text()),
     }
 }
 
@@ -2852,20 +2852,20 @@ fn binop(op: BinOp, l: Val, r: Val, expr: &Expr) -> Val {
         | (BinOp::Add, Val::Dev(DevVar::Minor), Val::MajorTimesTen) => Val::Dev(DevVar::Sm),
         (BinOp::FloorDiv, Val::Int(a), Val::Int(b)) if b != 0 => Val::Int(a.div_euclid(b)),
         (BinOp::Mod, Val::Int(a), Val::Int(b)) if b != 0 => Val::Int(a.rem_euclid(b)),
-        (BinOp::Mul, Val::Int(a), Val::Int(b)) => a
-            .checked_mul(b)
-            .map_or(Val::Free(expr.to_string()), Val::Int),
-        (BinOp::Add, Val::Int(a), Val::Int(b)) => a
-            .checked_add(b)
-            .map_or(Val::Free(expr.to_string()), Val::Int),
-        (BinOp::Sub, Val::Int(a), Val::Int(b)) => a
-            .checked_sub(b)
-            .map_or(Val::Free(expr.to_string()), Val::Int),
+        (BinOp::Mul, Val::Int(a), Val::Int(b)) => {
+            a.checked_mul(b).map_or(Val::Free(expr.text()), Val::Int)
+        }
+        (BinOp::Add, Val::Int(a), Val::Int(b)) => {
+            a.checked_add(b).map_or(Val::Free(expr.text()), Val::Int)
+        }
+        (BinOp::Sub, Val::Int(a), Val::Int(b)) => {
+            a.checked_sub(b).map_or(Val::Free(expr.text()), Val::Int)
+        }
         (_, Val::Unknown(reason), _) | (_, _, Val::Unknown(reason)) => Val::Unknown(reason),
         (_, l, r) if is_device(&l) || is_device(&r) => Val::Unknown(format!(
             "arithmetic on the device value in `{expr}` is not modelled"
         )),
-        _ => Val::Free(expr.to_string()),
+        _ => Val::Free(expr.text()),
     }
 }
 
@@ -2891,7 +2891,7 @@ fn select(test: Pred, body: Val, orelse: Val, expr: &Expr) -> Val {
         test if carries_device(&body) || carries_device(&orelse) => {
             choice(vec![(test.clone(), body), (test.negate(), orelse)])
         }
-        _ => Val::Free(expr.to_string()),
+        _ => Val::Free(expr.text()),
     }
 }
 
