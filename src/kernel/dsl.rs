@@ -959,6 +959,9 @@ fn absolute(from: &str, module: &str) -> String {
 struct Groups {
     /// (offset of the line, name), in order.
     starts: Vec<(usize, String)>,
+    /// The names of `starts` that a definition gives: asked about every call of a file, so
+    /// a set, not a walk of every top-level line (thousands in a big kernel file).
+    defined: FxHashSet<String>,
 }
 
 impl Groups {
@@ -984,11 +987,16 @@ impl Groups {
                 starts.push((offset, name));
             }
         }
-        Groups { starts }
+        let defined = starts
+            .iter()
+            .filter(|(_, name)| name != "<module>")
+            .map(|(_, name)| name.clone())
+            .collect();
+        Groups { starts, defined }
     }
 
     fn defines(&self, name: &str) -> bool {
-        name != "<module>" && self.starts.iter().any(|(_, n)| n == name)
+        self.defined.contains(name)
     }
 
     fn at(&self, offset: usize) -> &str {
