@@ -425,7 +425,8 @@ pub fn scan_overlay_with(
     // First every file is read once: what it imports, and whether it holds a token. The
     // files with one are lowered next, each after the modules it imports from
     // (`lower_hits`).
-    let first: Vec<(FirstPass, FileImports)> = files
+    let first: Vec<(FirstPass, FileImports)> = crate::process::with_reads_in_flight(|| {
+        files
         .par_iter()
         .map(|file| {
             with_read_buffer(|buffer| {
@@ -506,7 +507,8 @@ pub fn scan_overlay_with(
                 outcome
             })
         })
-        .collect();
+        .collect()
+    });
     if timings {
         eprintln!("scan: read {} files {:?}", files.len(), clock.elapsed());
     }

@@ -147,27 +147,29 @@ impl<const NON_ASCII: bool> Iterator for Runs<'_, NON_ASCII> {
     }
 }
 
+/// The runs a walk over every byte finds: the oracle of the block-wise ones (here and in
+/// the verdicts' word filter).
+#[cfg(test)]
+pub(crate) fn runs_of_a_byte_walk(text: &[u8], class: impl Fn(u8) -> bool) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        if !class(text[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < text.len() && class(text[at]) {
+            at += 1;
+        }
+        runs.push((start, at));
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The runs a walk over every byte finds: the oracle of the block-wise ones.
-    fn runs_of_a_byte_walk(text: &[u8], class: impl Fn(u8) -> bool) -> Vec<(usize, usize)> {
-        let mut runs = Vec::new();
-        let mut at = 0;
-        while at < text.len() {
-            if !class(text[at]) {
-                at += 1;
-                continue;
-            }
-            let start = at;
-            while at < text.len() && class(text[at]) {
-                at += 1;
-            }
-            runs.push((start, at));
-        }
-        runs
-    }
 
     fn check(text: &[u8]) {
         assert_eq!(

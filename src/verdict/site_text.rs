@@ -281,17 +281,8 @@ mod tests {
     /// The filter as a walk over every byte makes it: the oracle of the block-wise one.
     fn filter_of_a_byte_walk(src: &[u8]) -> WordFilter {
         let mut filter = WordFilter::empty_for(src);
-        let mut at = 0;
-        while at < src.len() {
-            if !is_word_byte(src[at]) {
-                at += 1;
-                continue;
-            }
-            let start = at;
-            while at < src.len() && is_word_byte(src[at]) {
-                at += 1;
-            }
-            filter.insert(word_hash(&src[start..at]));
+        for (start, end) in crate::words::runs_of_a_byte_walk(src, is_word_byte) {
+            filter.insert(word_hash(&src[start..end]));
         }
         filter
     }
