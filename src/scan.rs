@@ -425,90 +425,92 @@ pub fn scan_overlay_with(
     // First every file is read once: what it imports, and whether it holds a token. The
     // files with one are lowered next, each after the modules it imports from
     // (`lower_hits`).
-    let first: Vec<(FirstPass, FileImports)> = crate::process::with_reads_in_flight(|| {
-        files
-        .par_iter()
-        .map(|file| {
-            with_read_buffer(|buffer| {
-                let name = relative(Path::new(""), file);
-                let skipped = |message: String| {
-                    FirstPass::Done(FileOutcome::Skipped(Warning {
-                        file: name.clone(),
-                        line: None,
-                        column: None,
-                        message,
-                    }))
-                };
-                // Edited text (apply's re-resolution) and file bytes go the same way.
-                let judge = |bytes: &[u8]| -> FirstPass {
-                    if let Some(why) = not_source_text(bytes) {
-                        return skipped(format!(
-                            "skipped: {why}; Python cannot import it, and gates in it are not reported"
-                        ));
-                    }
-                    let no_token = || !lowering.has_token(bytes, &parameter_names);
-                    let Some((module, is_package)) = module_name(file) else {
-                        return if options.prefilter && no_token() {
-                            FirstPass::Done(FileOutcome::Nothing)
-                        } else {
-                            skipped("skipped: not a Python module path".into())
-                        };
+    let read_one = |file: &PathBuf| -> (FirstPass, FileImports) {
+        with_read_buffer(|buffer| {
+            let name = relative(Path::new(""), file);
+            let skipped = |message: String| {
+                FirstPass::Done(FileOutcome::Skipped(Warning {
+                    file: name.clone(),
+                    line: None,
+                    column: None,
+                    message,
+                }))
+            };
+            // Edited text (apply's re-resolution) and file bytes go the same way.
+            let judge = |bytes: &[u8]| -> FirstPass {
+                if let Some(why) = not_source_text(bytes) {
+                    return skipped(format!(
+                        "skipped: {why}; Python cannot import it, and gates in it are not reported"
+                    ));
+                }
+                let no_token = || !lowering.has_token(bytes, &parameter_names);
+                let Some((module, is_package)) = module_name(file) else {
+                    return if options.prefilter && no_token() {
+                        FirstPass::Done(FileOutcome::Nothing)
+                    } else {
+                        skipped("skipped: not a Python module path".into())
                     };
-                    if options.prefilter && no_token() {
-                        // Not parsed, but not silently passed over: text that is not UTF-8
-                        // is said as for a parsed file (`file_warnings`).
-                        return FirstPass::Done(not_lowered(&name, bytes));
-                    }
-                    FirstPass::Hit {
-                        module,
-                        is_package,
-                        bytes: bytes.into(),
-                    }
                 };
-                let imports_of = |bytes: &[u8]| -> FileImports {
-                    let (module, is_package) = module_name(file)?;
-                    Some(exports::from_imports(bytes, &module, is_package).into())
-                };
-                let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
-                if let Some(bytes) = edited {
-                    return (judge(bytes), imports_of(bytes));
+                if options.prefilter && no_token() {
+                    // Not parsed, but not silently passed over: text that is not UTF-8
+                    // is said as for a parsed file (`file_warnings`).
+                    return FirstPass::Done(not_lowered(&name, bytes));
                 }
-                if let Some(memo) = memo
-                    && let Some(outcome) = memo.outcomes.lock().unwrap().get(&name)
-                {
-                    return outcome.clone();
+                FirstPass::Hit {
+                    module,
+                    is_package,
+                    bytes: bytes.into(),
                 }
-                let mut from_disk = || -> (FirstPass, FileImports) {
-                    let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes)
-                    {
-                        Ok(len) => len,
-                        Err(Unread::TooLarge(size)) => {
-                            return (skipped(format!(
+            };
+            let imports_of = |bytes: &[u8]| -> FileImports {
+                let (module, is_package) = module_name(file)?;
+                Some(exports::from_imports(bytes, &module, is_package).into())
+            };
+            let edited = (!overlay.is_empty()).then(|| overlay.get(&name)).flatten();
+            if let Some(bytes) = edited {
+                return (judge(bytes), imports_of(bytes));
+            }
+            if let Some(memo) = memo
+                && let Some(outcome) = memo.outcomes.lock().unwrap().get(&name)
+            {
+                return outcome.clone();
+            }
+            let mut from_disk = || -> (FirstPass, FileImports) {
+                let len = match read_into(&site.root.join(file), buffer, options.max_file_bytes) {
+                    Ok(len) => len,
+                    Err(Unread::TooLarge(size)) => {
+                        return (
+                            skipped(format!(
                                 "skipped: {size} bytes, over the {}-byte limit (--max-file-size); gates in it are not reported",
                                 options.max_file_bytes
-                            )), None);
-                        }
-                        Err(Unread::Io(err)) => {
-                            return (skipped(format!(
+                            )),
+                            None,
+                        );
+                    }
+                    Err(Unread::Io(err)) => {
+                        return (
+                            skipped(format!(
                                 "skipped: cannot read: {err}; gates in it are not reported"
-                            )), None);
-                        }
-                    };
-                    let bytes = &buffer[..len];
-                    (judge(bytes), imports_of(bytes))
+                            )),
+                            None,
+                        );
+                    }
                 };
-                let outcome = from_disk();
-                if let Some(memo) = memo {
-                    memo.outcomes
-                        .lock()
-                        .unwrap()
-                        .insert(name.clone(), outcome.clone());
-                }
-                outcome
-            })
+                let bytes = &buffer[..len];
+                (judge(bytes), imports_of(bytes))
+            };
+            let outcome = from_disk();
+            if let Some(memo) = memo {
+                memo.outcomes
+                    .lock()
+                    .unwrap()
+                    .insert(name.clone(), outcome.clone());
+            }
+            outcome
         })
-        .collect()
-    });
+    };
+    let first: Vec<(FirstPass, FileImports)> =
+        crate::process::with_reads_in_flight(|| files.par_iter().map(read_one).collect());
     if timings {
         eprintln!("scan: read {} files {:?}", files.len(), clock.elapsed());
     }
@@ -1125,12 +1127,12 @@ enum Lowered {
 }
 
 impl FileLowering<'_> {
-    /// Where the tokens occur: the prefilter's answer, and what chunking starts from.
     /// Whether `token_starts` (with no fed names) finds any: the first match decides.
     fn has_token(&self, bytes: &[u8], parameter_names: &[String]) -> bool {
         self.prefilter.hit(bytes) || !def_parameter_starts(bytes, parameter_names).is_empty()
     }
 
+    /// Where the tokens occur: the prefilter's answer, and what chunking starts from.
     fn token_starts(
         &self,
         bytes: &[u8],
