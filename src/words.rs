@@ -79,6 +79,11 @@ pub fn word_runs(text: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     Runs::<true>::new(text)
 }
 
+/// The words themselves (`word_runs`): every identifier of the text is one of them.
+pub fn words_in(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    word_runs(text).map(move |(start, end)| &text[start..end])
+}
+
 /// The maximal runs of ASCII letters, digits and `_` in a text, as (start, end), in order.
 pub fn ascii_word_runs(text: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     Runs::<false>::new(text)

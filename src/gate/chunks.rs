@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use super::limits::{MAX_PLAIN_ASSIGN_BYTES, SPLIT_BLOCK_BYTES, TOKENLESS_HELPER_BYTES};
 use super::tokens::Tokens;
+use crate::words::{ascii_word_runs, is_word_byte, word_runs, words_in};
 
 /// Files smaller than this are parsed whole: chunking would not pay for itself.
 pub const CHUNK_MIN_FILE_BYTES: usize = 512;
@@ -306,7 +307,7 @@ impl TopLevelNames {
             // `has_top_level_assignment` asks whether the code starts with the name and then
             // `=` or `:`: for an identifier, that is the statement's leading identifier.
             let code = past_leading_comments(&src[range.0..range.1]);
-            let len = code.iter().take_while(|&&b| is_identifier_byte(b)).count();
+            let len = code.iter().take_while(|&&b| is_word_byte(b)).count();
             if len > 0 && assigns_after(&code[len..]) {
                 names
                     .assigned
@@ -318,7 +319,7 @@ impl TopLevelNames {
 
     /// `has_top_level_assignment` of the text these names were read from.
     pub fn assigns(&self, src: impl FnOnce() -> Option<Vec<u8>>, name: &str) -> bool {
-        if !name.is_empty() && name.bytes().all(is_identifier_byte) {
+        if !name.is_empty() && name.bytes().all(is_word_byte) {
             return self.assigned.contains(name);
         }
         src().is_some_and(|src| has_top_level_assignment(&src, name))
@@ -341,9 +342,7 @@ pub fn may_define(src: &[u8], name: &str) -> MayDefine {
     }
     for at in memchr::memmem::find_iter(src, name.as_bytes()) {
         let end = at + name.len();
-        if src.get(end).is_some_and(|&b| is_identifier_byte(b))
-            || (at > 0 && is_identifier_byte(src[at - 1]))
-        {
+        if src.get(end).is_some_and(|&b| is_word_byte(b)) || (at > 0 && is_word_byte(src[at - 1])) {
             continue;
         }
         found.mentioned = true;
@@ -358,7 +357,7 @@ pub fn may_define(src: &[u8], name: &str) -> MayDefine {
         let keyword = &before[..keyword_end];
         let keyword_start = keyword
             .iter()
-            .rposition(|&b| !is_identifier_byte(b))
+            .rposition(|&b| !is_word_byte(b))
             .map_or(0, |i| i + 1);
         match &keyword[keyword_start..] {
             b"def" => found.function = true,
@@ -988,7 +987,7 @@ impl<'a> WordFilter<'a> {
 /// Identifier-like words of a piece of source (strings and comments included: an over-match
 /// only keeps one more small statement).
 fn identifiers(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    crate::words::ascii_word_runs(text)
+    ascii_word_runs(text)
         .map(move |(start, end)| &text[start..end])
         .filter(|word| !word[0].is_ascii_digit())
 }
@@ -1134,7 +1133,7 @@ fn token_parameters(splitter: &Splitter, (start, end): (usize, usize)) -> Vec<St
     };
     let starts: Vec<usize> = splitter.token_starts.within((start, end)).collect();
     let mut names = Vec::new();
-    for (from, to) in crate::words::ascii_word_runs(&header[open..]) {
+    for (from, to) in ascii_word_runs(&header[open..]) {
         let at = open + from;
         if starts.contains(&at) && !header[at].is_ascii_digit() {
             let name = String::from_utf8_lossy(&header[at..open + to]).into_owned();
@@ -1222,7 +1221,7 @@ fn attribute_stores(text: &[u8]) -> Vec<String> {
             else {
                 continue;
             };
-            if rest.len() >= 2 && rest.iter().all(|c| is_identifier_byte(*c)) {
+            if rest.len() >= 2 && rest.iter().all(|c| is_word_byte(*c)) {
                 names.push(String::from_utf8_lossy(rest).into_owned());
             }
         }
@@ -1297,21 +1296,12 @@ impl Matcher {
             })),
             // A whole-word occurrence is exactly an identifier equal to a name.
             Matcher::Many(names) => Box::new(
-                crate::words::word_runs(text)
+                word_runs(text)
                     .filter(|&(start, end)| names.contains(&text[start..end]))
                     .map(|(start, _)| start),
             ),
         }
     }
-}
-
-/// The maximal runs of identifier bytes in a text: every identifier in it is one of them.
-pub(crate) fn word_runs(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    crate::words::word_runs(text).map(move |(start, end)| &text[start..end])
-}
-
-pub(crate) fn is_identifier_byte(c: u8) -> bool {
-    crate::words::is_word_byte(c)
 }
 
 /// Where `name` occurs in the text as a whole identifier.
@@ -1324,8 +1314,8 @@ pub(crate) fn whole_word_starts<'t>(
 }
 
 fn is_whole_word(text: &[u8], start: usize, end: usize) -> bool {
-    let before = start > 0 && is_identifier_byte(text[start - 1]);
-    !before && !text.get(end).is_some_and(|c| is_identifier_byte(*c))
+    let before = start > 0 && is_word_byte(text[start - 1]);
+    !before && !text.get(end).is_some_and(|c| is_word_byte(*c))
 }
 
 fn matcher(names: &[String]) -> Matcher {
@@ -1713,7 +1703,7 @@ pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipp
         // (`return _CUDA_ARCH`): the lowering takes it for a device reader when a store to
         // that global is (`lower::Lowerer::reads_device_global`).
         let names_a_global =
-            || word_runs(&src[start..end]).any(|word| globals.iter().any(|g| g.as_slice() == word));
+            || words_in(&src[start..end]).any(|word| globals.iter().any(|g| g.as_slice() == word));
         statement_code_hit(tokens, &src[start..end]) || names_a_global()
     })
 }
@@ -1774,7 +1764,7 @@ fn declared_globals(src: &[u8]) -> Vec<Vec<u8>> {
         let rest = rest.split(|&b| b == b'#').next().unwrap_or(rest);
         for name in rest.split(|&b| b == b',' || b == b';') {
             let name = name.trim_ascii();
-            if !name.is_empty() && name.iter().all(|&b| is_identifier_byte(b)) {
+            if !name.is_empty() && name.iter().all(|&b| is_word_byte(b)) {
                 names.push(name.to_vec());
             }
         }

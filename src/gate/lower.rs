@@ -6,11 +6,12 @@ use std::collections::HashSet;
 
 use crate::syntax::{F, Node, Tree};
 
-use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit, word_runs};
+use super::chunks::{code_hit_outside_strings, expression_code_hit, statement_code_hit};
 use super::ir::*;
 use super::limits::{MAX_HELPER_BODY_BYTES, MAX_PLAIN_ASSIGN_BYTES, TOKENLESS_HELPER_BYTES};
 use super::semantic;
 use super::tokens::Tokens;
+use crate::words::words_in;
 
 /// Up to this many arch-dependent names, `may_use_archy_name` scans for each of them.
 const MAX_ARCHY_FINDERS: usize = 16;
@@ -282,7 +283,7 @@ impl<'a> Lowerer<'a> {
     fn may_use_archy_name(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
         if self.archy_names.len() > MAX_ARCHY_FINDERS {
-            return word_runs(text)
+            return words_in(text)
                 .any(|word| std::str::from_utf8(word).is_ok_and(|w| self.archy_names.contains(w)));
         }
         self.archy_finders.iter().any(|f| f.find(text).is_some())
@@ -308,7 +309,7 @@ impl<'a> Lowerer<'a> {
     /// class attribute `x`.
     fn uses_archy_attr(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
-        if !word_runs(text)
+        if !words_in(text)
             .any(|w| std::str::from_utf8(w).is_ok_and(|w| self.archy_attrs.contains(w)))
         {
             return false;
@@ -1189,7 +1190,7 @@ impl<'a> Lowerer<'a> {
             .map(|(name, _)| name.as_bytes())
             .collect();
         !device_globals.is_empty()
-            && word_runs(&self.src[node.byte_range()]).any(|word| device_globals.contains(word))
+            && words_in(&self.src[node.byte_range()]).any(|word| device_globals.contains(word))
     }
 
     /// `global a, b` inside a function: its stores to those names are the module's.
