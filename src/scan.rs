@@ -1328,7 +1328,7 @@ impl Lowering for FedLowering<'_> {
         }
     }
 
-    fn signatures(&self, module: &str) -> Option<SharedModule> {
+    fn definitions(&self, module: &str, name: &str) -> Option<SharedModule> {
         let edited = self.index.file(module).is_some_and(|file| {
             self.overlay
                 .contains_key(&relative(Path::new(""), &file.path))
@@ -1337,7 +1337,7 @@ impl Lowering for FedLowering<'_> {
             return self.lower_fed(module, &[]);
         }
         // Every body is skipped: the pass reads signatures, classes and imports only.
-        self.index.signatures(module)
+        self.index.definitions(module, name)
     }
 
     fn is_module(&self, module: &str) -> bool {

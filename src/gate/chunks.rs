@@ -1715,10 +1715,78 @@ pub fn skip_all_bodies(src: &[u8]) -> Option<PlainBodiesSkipped> {
     skip_bodies(src, |_, _| false)
 }
 
+/// A module's text for reading what it binds to one name at a time (`gate::index`): every
+/// function body stubbed, as `skip_all_bodies` stubs it, and its top-level statements.
+pub struct Skeleton {
+    /// The file's text, each skipped body's first statement stubbed (positions unchanged).
+    pub text: Vec<u8>,
+    /// The ranges of `text` a parse reads: the file without the rest of the skipped bodies.
+    pub ranges: Vec<(usize, usize)>,
+    /// The file's top-level statements, in order, covering it.
+    pub statements: Vec<(usize, usize)>,
+}
+
+/// The `Skeleton` of a file, from one lexing of its lines.
+pub fn skeleton(src: &[u8]) -> Skeleton {
+    let lines = FileLines::new(src);
+    let statements = statements_at(lines.statement_lines(0, src.len(), 0), 0, src.len());
+    let (text, ranges) = match skip_bodies_in(&lines, src, |_, _| false) {
+        Some(skipped) => (skipped.text, skipped.ranges),
+        None => (src.to_vec(), vec![(0, src.len())]),
+    };
+    Skeleton {
+        text,
+        ranges,
+        statements,
+    }
+}
+
+impl Skeleton {
+    /// The parts of `ranges` in the top-level statements whose parsed text has `name` as a
+    /// whole word. A `def`, a `class` or an import that binds the name at top level names
+    /// it in the part that is parsed (a header, an import list), so a parse of these parts
+    /// finds every top-level binding of the name that a parse of all of `ranges` finds.
+    pub fn ranges_naming(&self, name: &str) -> Vec<(usize, usize)> {
+        let finder = memchr::memmem::Finder::new(name.as_bytes());
+        let names = |(start, end): (usize, usize)| {
+            finder.find_iter(&self.text[start..end]).any(|at| {
+                let (at, past) = (start + at, start + at + name.len());
+                is_whole_word(&self.text, at, past)
+            })
+        };
+        let mut out = Vec::new();
+        let mut first = 0;
+        for &(start, end) in &self.statements {
+            // The parsed parts of this statement: `ranges` is sorted, as `statements` is.
+            while self.ranges.get(first).is_some_and(|&(_, e)| e <= start) {
+                first += 1;
+            }
+            let parts: Vec<(usize, usize)> = self.ranges[first..]
+                .iter()
+                .take_while(|&&(s, _)| s < end)
+                .map(|&(s, e)| (s.max(start), e.min(end)))
+                .filter(|(s, e)| s < e)
+                .collect();
+            if parts.iter().any(|&part| names(part)) {
+                out.extend(parts);
+            }
+        }
+        out
+    }
+}
+
 /// The file with the body of each outermost `def` that `keep(start, end)` rejects replaced by
 /// a stub; `None` when none is.
 fn skip_bodies(src: &[u8], keep: impl Fn(usize, usize) -> bool) -> Option<PlainBodiesSkipped> {
-    let lines = FileLines::new(src);
+    skip_bodies_in(&FileLines::new(src), src, keep)
+}
+
+/// `skip_bodies` with the file's lines already lexed.
+fn skip_bodies_in(
+    lines: &FileLines,
+    src: &[u8],
+    keep: impl Fn(usize, usize) -> bool,
+) -> Option<PlainBodiesSkipped> {
     let mut text: Option<Vec<u8>> = None;
     let mut ranges = Vec::new();
     let mut parsed_from = 0;
@@ -2585,6 +2653,58 @@ mod tests {
         let tree = crate::syntax::parse_ranges(&skipped.text, &skipped.ranges);
         assert!(!tree.root_node().has_error());
         assert!(skip_all_bodies(b"import os\nX = 1\n").is_none());
+    }
+
+    #[test]
+    fn a_skeleton_parses_the_statements_that_name_one_name() {
+        let src = "import torch\n\
+                   from .base import (\n    Base,\n    helper as fast_helper,\n)\n\
+                   \n\
+                   @register\ndef fast(x, arch=90):\n    return fast_inner(x)\n\
+                   class C(Base):\n    def __init__(self, cc):\n        self.fast = cc\n\
+                   try:\n    from .ext import fast_kernel\nexcept ImportError:\n    fast_kernel = None\n\
+                   if TYPE:\n    def fast(x, y): ...\n\
+                   FLAG = fast(3)\n";
+        let file = skeleton(src.as_bytes());
+        // Each part's text, its trailing blanks (a stub's, a line's end) left out.
+        let text = |name: &str| -> Vec<String> {
+            file.ranges_naming(name)
+                .iter()
+                .map(|&(s, e)| {
+                    String::from_utf8_lossy(&file.text[s..e])
+                        .trim_end()
+                        .to_string()
+                })
+                .collect()
+        };
+        // The decorated definition whole (decorator, header, stub), the `if` that defines it
+        // again and the use; not the class that names it only in a skipped body, not
+        // `fast_kernel` or `fast_helper`.
+        assert_eq!(
+            text("fast"),
+            [
+                "@register\ndef fast(x, arch=90):\n    0",
+                "if TYPE:\n    def fast(x, y): ...",
+                "FLAG = fast(3)",
+            ]
+        );
+        assert_eq!(
+            text("Base"),
+            [
+                "from .base import (\n    Base,\n    helper as fast_helper,\n)",
+                "class C(Base):\n    def __init__(self, cc):\n        0",
+            ]
+        );
+        assert_eq!(
+            text("fast_kernel"),
+            ["try:\n    from .ext import fast_kernel\nexcept ImportError:\n    fast_kernel = None"]
+        );
+        // Named only in a skipped body, or nowhere.
+        assert!(text("fast_inner").is_empty() && text("missing").is_empty());
+        // A file without a function body is its own skeleton.
+        let plain = skeleton(b"import os\nX = 1\n");
+        assert_eq!(plain.text, b"import os\nX = 1\n");
+        assert_eq!(plain.ranges_naming("X"), [(10, 16)]);
     }
 
     #[test]

@@ -32,8 +32,9 @@ pub trait Lowering: Sync {
     /// `--exhaustive`), with these parameter names taken as the device's, as a rule's are:
     /// the chunking keeps what reads them (`None` when it cannot be read or parsed).
     fn lower_fed(&self, module: &str, device_params: &[String]) -> Option<SharedModule>;
-    /// The module with every definition's signature (bodies may be left out).
-    fn signatures(&self, module: &str) -> Option<SharedModule>;
+    /// What the module binds to the top-level `name`: its definition with its signature
+    /// (with its methods', for a class) or its import; bodies and other names may be left out.
+    fn definitions(&self, module: &str, name: &str) -> Option<SharedModule>;
     /// Whether the dotted name is a module of the site.
     fn is_module(&self, module: &str) -> bool;
     /// What the module's text may define or mention as `name` (`chunks::may_define`), so
@@ -87,7 +88,7 @@ pub fn feed_parameters(
             .iter()
             .filter_map(|n| modules.get(n).cloned())
             .collect();
-        prefetch_signatures(&callers, modules, &*lowering);
+        prefetch_definitions(&callers, modules, &*lowering);
         // Each caller's calls are looked up on a thread of their own (reading definitions
         // means parsing modules whole); the candidates keep the callers' order.
         let shared: &dyn Lowering = &*lowering;
@@ -165,8 +166,9 @@ pub fn feed_parameters(
 /// (caller, call, target module, parameter, argument): a call that may feed a parameter.
 type Candidate<'m> = (&'m SharedModule, &'m CallSite, String, String, &'m Expr);
 
-/// Whole lowerings of modules read only to see their definitions, by module.
-type Probes = Mutex<HashMap<String, Option<SharedModule>>>;
+/// Lowerings of modules read only to see what they bind to a top-level name, by module and
+/// name.
+type Probes = Mutex<HashMap<(String, String), Option<SharedModule>>>;
 
 /// The parameters one caller's device calls may feed that are not known to be fed yet, in
 /// the order of its calls.
@@ -203,9 +205,9 @@ fn candidates_of<'m>(
     candidates
 }
 
-/// Reads, in parallel, the signatures of the modules the callers' device calls import from
-/// (what `locate` would otherwise read one at a time).
-fn prefetch_signatures(
+/// Reads, in parallel, the definitions of the names the callers' device calls import (what
+/// `locate` would otherwise read one at a time).
+fn prefetch_definitions(
     callers: &[SharedModule],
     modules: &BTreeMap<String, SharedModule>,
     lowering: &dyn Lowering,
@@ -242,15 +244,12 @@ fn prefetch_signatures(
             && lowering.may_define(module, name).mentioned
     };
     let wanted: Vec<(String, &str)> = wanted.into_iter().collect();
-    let mut read: Vec<&String> = wanted
+    wanted
         .par_iter()
         .filter(|pair| needed(pair))
-        .map(|(module, _)| module)
-        .collect();
-    read.dedup();
-    read.par_iter().for_each(|module| {
-        lowering.signatures(module);
-    });
+        .for_each(|(module, name)| {
+            lowering.definitions(module, name);
+        });
 }
 
 /// The parameters of `function` that the call passes a device-dependent argument to, with
@@ -315,7 +314,7 @@ fn locate(
                         let may = lowering.may_define(&caller.module, name);
                         may.function || may.class
                     })
-                    .then(|| definitions(&caller.module, modules, probes, lowering))
+                    .then(|| definitions(&caller.module, name, modules, probes, lowering))
                     .flatten()
                     .filter(|whole| defines(whole, name))
                     .map(|_| (caller.module.clone(), name.to_string())),
@@ -348,7 +347,8 @@ fn locate(
         Some(ir) if !ir.partial => false,
         _ => {
             lowering.may_define(&module, last_segment(&qualname)).class
-                && definitions(&module, modules, probes, lowering).is_some_and(|ir| is_class(&ir))
+                && definitions(&module, &qualname, modules, probes, lowering)
+                    .is_some_and(|ir| is_class(&ir))
         }
     };
     if class {
@@ -375,7 +375,7 @@ fn exported(
     let ir = match scanned {
         Some(ir) => ir,
         None if !lowering.may_define(module, name).mentioned => return None,
-        None => definitions(module, modules, probes, lowering)?,
+        None => definitions(module, name, modules, probes, lowering)?,
     };
     if defines(&ir, name) {
         return Some((module.to_string(), name.to_string()));
@@ -427,7 +427,7 @@ fn function_of(
     if !lowering.may_define(module, last_segment(qualname)).function {
         return None;
     }
-    definitions(module, modules, probes, lowering).and_then(|ir| find(&ir))
+    definitions(module, qualname, modules, probes, lowering).and_then(|ir| find(&ir))
 }
 
 /// `B` of `A.B`.
@@ -435,10 +435,12 @@ fn last_segment(qualname: &str) -> &str {
     qualname.rsplit('.').next().unwrap_or(qualname)
 }
 
-/// A module with every definition in it: the scan's lowering when it parsed the whole file,
-/// else a whole lowering made once here.
+/// What a module binds to the top-level name of `qualname` (`A` of `A.B`): the scan's
+/// lowering when it parsed the whole file, else a lowering of what binds that name, made once
+/// here.
 fn definitions(
     module: &str,
+    qualname: &str,
     modules: &BTreeMap<String, SharedModule>,
     probes: &Probes,
     lowering: &dyn Lowering,
@@ -451,16 +453,18 @@ fn definitions(
     if !lowering.is_module(module) {
         return None;
     }
-    if let Some(found) = probes.lock().expect("no poisoned lock").get(module) {
+    let name = qualname.split('.').next().unwrap_or(qualname);
+    let key = (module.to_string(), name.to_string());
+    if let Some(found) = probes.lock().expect("no poisoned lock").get(&key) {
         return found.clone();
     }
-    // Read outside the lock: another thread may read the same module meanwhile, to the
-    // same result, and the first kept wins.
-    let found = lowering.signatures(module);
+    // Read outside the lock: another thread may read the same meanwhile, to the same
+    // result, and the first kept wins.
+    let found = lowering.definitions(module, name);
     probes
         .lock()
         .expect("no poisoned lock")
-        .entry(module.to_string())
+        .entry(key)
         .or_insert(found)
         .clone()
 }

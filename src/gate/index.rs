@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::chunks::{TopLevelNames, skip_all_bodies, skip_plain_bodies};
+use super::chunks::{Skeleton, TopLevelNames, skeleton, skip_plain_bodies};
 use super::ir::{Expr, SharedModule};
-use super::lower::lower_module;
+use super::lower::{lower_definitions, lower_module};
 use super::tokens::Tokens;
 use crate::syntax::{parse, parse_ranges};
 
@@ -22,12 +22,22 @@ pub struct ModuleFile {
     /// depends on the file alone): `gate::feed` builds an index per round, and each would
     /// parse the same modules again (a sixth of the audit's time on sglang + flashinfer).
     whole: Arc<OnceLock<Option<SharedModule>>>,
-    /// The file parsed with every function body skipped (`signatures`), shared as `whole` is.
-    signatures: Arc<OnceLock<Option<SharedModule>>>,
+    /// What the file binds to single names, with every function body skipped
+    /// (`definitions`), shared as `whole` is.
+    definitions: Arc<Definitions>,
     /// The names the file defines and assigns at top level, read from its text once (shared
     /// as `whole` is): resolution asks about a class, a function or an assignment the scan's
     /// partial parse left out for every name it cannot find.
     top_level: Arc<OnceLock<TopLevelNames>>,
+}
+
+/// A module's definitions read one name at a time (`ModuleIndex::definitions`).
+#[derive(Default)]
+struct Definitions {
+    /// The file's skeleton, lexed once (`None`: it cannot be read).
+    skeleton: OnceLock<Option<Skeleton>>,
+    /// What each name asked for was found bound to, by name.
+    by_name: std::sync::Mutex<rustc_hash::FxHashMap<String, Option<SharedModule>>>,
 }
 
 pub struct ModuleIndex {
@@ -74,7 +84,7 @@ impl ModuleIndex {
                         is_package,
                         cell: OnceLock::new(),
                         whole: Arc::new(OnceLock::new()),
-                        signatures: Arc::new(OnceLock::new()),
+                        definitions: Arc::default(),
                         top_level: Arc::new(OnceLock::new()),
                     },
                 );
@@ -172,7 +182,7 @@ impl ModuleIndex {
                     is_package: file.is_package,
                     cell: OnceLock::new(),
                     whole: file.whole.clone(),
-                    signatures: file.signatures.clone(),
+                    definitions: file.definitions.clone(),
                     top_level: file.top_level.clone(),
                 };
                 (name.clone(), file)
@@ -211,10 +221,10 @@ impl ModuleIndex {
                     } else {
                         file.whole.clone()
                     },
-                    signatures: if edited {
-                        Arc::new(OnceLock::new())
+                    definitions: if edited {
+                        Arc::default()
                     } else {
-                        file.signatures.clone()
+                        file.definitions.clone()
                     },
                     top_level: if edited {
                         Arc::new(OnceLock::new())
@@ -259,33 +269,57 @@ impl ModuleIndex {
         self.whole(module, file)
     }
 
-    /// The module's definitions with their signatures, bodies possibly left out: the whole
-    /// parse when one was made, else a parse with every function body skipped, made once.
-    pub fn signatures(&self, module: &str) -> Option<SharedModule> {
+    /// What the module binds to `name` at top level (a function with its signature, a class
+    /// with its methods' signatures, an import), bodies possibly left out: the whole parse when
+    /// one was made, else a parse of the top-level statements that name it with every function
+    /// body skipped (`chunks::Skeleton`), made once per name. `gate::feed` asks this of
+    /// hundreds of modules for a few names each: parsing every statement of each cost a
+    /// twelfth of the plain audit.
+    pub fn definitions(&self, module: &str, name: &str) -> Option<SharedModule> {
         let file = self.modules.get(module)?;
         if let Some(whole) = file.whole.get() {
             return whole.clone();
         }
-        file.signatures
-            .get_or_init(|| {
-                let bytes = self.read(file)?;
-                let Some(skipped) = skip_all_bodies(&bytes) else {
-                    return self.whole(module, file);
-                };
-                let tree = parse_ranges(&skipped.text, &skipped.ranges);
-                // A stub that made a syntax error the file does not have: the whole file.
-                if tree.root_node().has_error() {
-                    return self.whole(module, file);
-                }
-                Some(Arc::new(lower_module(
-                    &skipped.text,
-                    &tree,
-                    module,
-                    file.is_package,
-                    &self.tokens,
-                )))
-            })
+        let known = file.definitions.by_name.lock().expect("no poisoned lock");
+        if let Some(found) = known.get(name) {
+            return found.clone();
+        }
+        drop(known);
+        // Made outside the lock: another thread may make the same meanwhile, to the same
+        // result, and the first kept wins.
+        let found = self.definitions_uncached(module, file, name);
+        file.definitions
+            .by_name
+            .lock()
+            .expect("no poisoned lock")
+            .entry(name.to_string())
+            .or_insert(found)
             .clone()
+    }
+
+    fn definitions_uncached(
+        &self,
+        module: &str,
+        file: &ModuleFile,
+        name: &str,
+    ) -> Option<SharedModule> {
+        let skeleton = file
+            .definitions
+            .skeleton
+            .get_or_init(|| self.read(file).map(|bytes| skeleton(&bytes)))
+            .as_ref()?;
+        let tree = parse_ranges(&skeleton.text, &skeleton.ranges_naming(name));
+        // A stub that made a syntax error the file does not have: the whole file.
+        if tree.root_node().has_error() {
+            return self.whole(module, file);
+        }
+        Some(Arc::new(lower_definitions(
+            &skeleton.text,
+            &tree,
+            module,
+            file.is_package,
+            &self.tokens,
+        )))
     }
 
     fn whole(&self, module: &str, file: &ModuleFile) -> Option<SharedModule> {
@@ -522,6 +556,75 @@ impl<'a> IndexReads<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `gate::feed` reads of a module for one top-level name: whether it defines it,
+    /// what it imports as it, and each function and class under it with its parameters.
+    fn bound_to(ir: &crate::gate::ir::ModuleIr, name: &str) -> String {
+        let under = |qualname: &str| {
+            qualname == name
+                || qualname
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        };
+        let mut lines = vec![format!("import {:?}", ir.imports.get(name))];
+        for function in ir.functions.iter().filter(|f| under(&f.qualname)) {
+            let params: Vec<&str> = function.params.iter().map(|p| p.name.as_str()).collect();
+            lines.push(format!(
+                "def {} class={:?} top={} ({})",
+                function.qualname,
+                function.class,
+                function.parent.is_none(),
+                params.join(", ")
+            ));
+        }
+        let mut classes: Vec<&String> = ir.classes.keys().filter(|c| under(c)).collect();
+        classes.sort();
+        lines.extend(classes.iter().map(|c| format!("class {c}")));
+        lines.join("\n")
+    }
+
+    /// Reading one name's statements finds what reading every statement of the skeleton
+    /// finds for that name: on every test-data file, for every name bound at top level
+    /// there, and for a name bound nowhere.
+    #[test]
+    fn the_definitions_of_one_name_are_those_a_whole_skeleton_has() {
+        let tokens = Tokens::new(["is_sm", "capabilit"]);
+        let mut compared = 0;
+        for bytes in crate::test_data::python_files() {
+            let file = skeleton(&bytes);
+            let tree = parse_ranges(&file.text, &file.ranges);
+            if tree.root_node().has_error() {
+                continue; // `definitions` reads such a file whole
+            }
+            let all = lower_definitions(&file.text, &tree, "pkg.m", false, &tokens);
+            let mut names: Vec<&str> = all
+                .functions
+                .iter()
+                .map(|f| f.qualname.as_str())
+                .chain(all.classes.keys().map(String::as_str))
+                .chain(all.imports.keys().map(String::as_str))
+                .map(|q| q.split('.').next().unwrap_or(q))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            names.push("name_bound_nowhere");
+            for name in names {
+                let tree = parse_ranges(&file.text, &file.ranges_naming(name));
+                if tree.root_node().has_error() {
+                    continue; // read whole too
+                }
+                let one = lower_definitions(&file.text, &tree, "pkg.m", false, &tokens);
+                assert_eq!(
+                    bound_to(&one, name),
+                    bound_to(&all, name),
+                    "`{name}` in:\n{}",
+                    String::from_utf8_lossy(&bytes)
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared > 500, "only {compared} names compared");
+    }
 
     #[test]
     fn a_module_read_whole_reads_the_overlay_in_place_of_the_file() {

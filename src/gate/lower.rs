@@ -1,8 +1,8 @@
 //! Lowering a tree-sitter-python tree into the module IR: imports, module-level assignments,
 //! functions, local assignments, and the candidate decision sites that may be gates.
 
+use rustc_hash::FxHashSet as HashSet;
 use std::cell::Cell;
-use std::collections::HashSet;
 
 use crate::syntax::{F, Node, Tree};
 
@@ -61,7 +61,7 @@ pub struct Lowerer<'a> {
     in_except: usize,
     /// Names a function declares `global` (by function index): its stores to them are the
     /// module's (`ir.global_stores`).
-    function_globals: std::collections::HashMap<usize, HashSet<String>>,
+    function_globals: HashMap<usize, HashSet<String>>,
     /// Top-level functions that read such a global: device names for importers although
     /// they decide nothing themselves.
     device_global_readers: HashSet<String>,
@@ -109,6 +109,59 @@ pub fn lower_parsed<'a>(
     parameter_names: &'a [String],
     imported_device_names: &[String],
 ) -> ModuleIr {
+    let parts = Parts {
+        ranges,
+        parameter_names,
+        imported_device_names,
+        bind: true,
+    };
+    lower_tree(src, tree, module, is_package, tokens, parts)
+}
+
+/// The definitions of a module whose function bodies were left out (`chunks::skip_all_bodies`):
+/// its functions with their signatures, classes and imports, lowered as `lower_module` lowers
+/// them, without the semantic model that only the resolver reads (`gate::feed` reads these
+/// to find a callee's parameters, for hundreds of modules per site).
+pub fn lower_definitions(
+    src: &[u8],
+    tree: &Tree,
+    module: &str,
+    is_package: bool,
+    tokens: &Tokens,
+) -> ModuleIr {
+    let parts = Parts {
+        ranges: None,
+        parameter_names: &[],
+        imported_device_names: &[],
+        bind: false,
+    };
+    lower_tree(src, tree, module, is_package, tokens, parts)
+}
+
+/// What of a module `lower_tree` lowers, beside its tree.
+struct Parts<'a, 'n> {
+    /// The ranges parsed (`None`: the whole file).
+    ranges: Option<&'n [(usize, usize)]>,
+    parameter_names: &'a [String],
+    imported_device_names: &'n [String],
+    /// Whether the module's semantic model is bound (`attach_model`).
+    bind: bool,
+}
+
+fn lower_tree<'a>(
+    src: &'a [u8],
+    tree: &'a Tree,
+    module: &str,
+    is_package: bool,
+    tokens: &Tokens,
+    parts: Parts<'a, '_>,
+) -> ModuleIr {
+    let Parts {
+        ranges,
+        parameter_names,
+        imported_device_names,
+        bind,
+    } = parts;
     let mut lowerer = Lowerer {
         ranges,
         src,
@@ -122,14 +175,14 @@ pub fn lower_parsed<'a>(
         },
         functions: Vec::new(),
         classes: Vec::new(),
-        archy_names: HashSet::new(),
-        archy_attrs: HashSet::new(),
+        archy_names: HashSet::default(),
+        archy_attrs: HashSet::default(),
         archy_finders: Vec::new(),
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
-        function_globals: std::collections::HashMap::new(),
-        device_global_readers: HashSet::new(),
+        function_globals: HashMap::default(),
+        device_global_readers: HashSet::default(),
         branch_stack: Vec::new(),
         too_deep: Default::default(),
         function_bodies: Vec::new(),
@@ -148,7 +201,9 @@ pub fn lower_parsed<'a>(
             .push((p.row as u32 + 1, p.column as u32 + 1));
     }
     lowerer.block(root);
-    lowerer.attach_model(tree);
+    if bind {
+        lowerer.attach_model(tree);
+    }
     lowerer.ir.too_deep = lowerer.too_deep.take();
     let device_global_readers = std::mem::take(&mut lowerer.device_global_readers);
     let mut ir = lowerer.ir;
@@ -2487,14 +2542,14 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         ir: ModuleIr::default(),
         functions: Vec::new(),
         classes: Vec::new(),
-        archy_names: HashSet::new(),
-        archy_attrs: HashSet::new(),
+        archy_names: HashSet::default(),
+        archy_attrs: HashSet::default(),
         archy_finders: Vec::new(),
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
-        function_globals: std::collections::HashMap::new(),
-        device_global_readers: HashSet::new(),
+        function_globals: HashMap::default(),
+        device_global_readers: HashSet::default(),
         branch_stack: Vec::new(),
         too_deep: Default::default(),
         function_bodies: Vec::new(),

@@ -2,7 +2,7 @@
 //! that can bind a name is visited once, in source order; each scope's statements become its
 //! flow (`flow::Flow`) as they are visited.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::syntax::{F, Node, Tree};
 
@@ -21,7 +21,7 @@ pub fn bind(src: &[u8], tree: &Tree) -> SemanticModel {
     let mut binder = Binder {
         src,
         model: SemanticModel::default(),
-        receivers: HashMap::new(),
+        receivers: HashMap::default(),
         depth: 0,
     };
     let module = binder.new_scope(ScopeKind::Module, None, None, (0, usize::MAX), 0);
@@ -75,13 +75,13 @@ impl<'s> Binder<'s> {
             parent,
             range,
             defined_at,
-            bindings: HashMap::new(),
+            bindings: HashMap::default(),
             globals: Vec::new(),
             nonlocals: Vec::new(),
-            attributes: HashMap::new(),
+            attributes: HashMap::default(),
             bases: Vec::new(),
-            global_stores: HashMap::new(),
-            nonlocal_stores: HashMap::new(),
+            global_stores: HashMap::default(),
+            nonlocal_stores: HashMap::default(),
             flow: Vec::new(),
         });
         id

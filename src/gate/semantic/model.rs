@@ -1,7 +1,8 @@
 //! The data of a module's semantic model: scopes, bindings, branch arms and each scope's
 //! flow, in arenas addressed by id.
 
-use std::collections::HashMap;
+// FxHash, as the IR's maps: short keys (names, ids) that no attacker chooses.
+use rustc_hash::FxHashMap as HashMap;
 
 /// A byte range of the module's text.
 pub type Range = (usize, usize);
