@@ -770,11 +770,15 @@ impl<'a> Resolver<'a> {
             ),
             Expr::Name(_) | Expr::Attr(..) | Expr::Call { .. } | Expr::Subscript(..) => {
                 // The text is made once: the pruning test reads it, and a pruned value is it.
-                let text = expr.text();
+                // A name is its own text, and most pruned values are names.
+                let text = match expr {
+                    Expr::Name(name) => std::borrow::Cow::Borrowed(name.as_str()),
+                    _ => std::borrow::Cow::Owned(expr.text()),
+                };
                 if self.worth_resolving_as(expr, &text, scope) {
                     self.eval_unpruned(expr, scope, depth)
                 } else {
-                    Val::Free(text)
+                    Val::Free(text.into_owned())
                 }
             }
             _ => self.eval_unpruned(expr, scope, depth),

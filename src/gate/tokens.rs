@@ -32,6 +32,10 @@ pub struct Tokens {
     /// three times slower over the bench site's parsed files than the form tokens and the
     /// rule names searched apart.
     automata: Vec<AhoCorasick>,
+    /// The length of the shortest pattern: a shorter text holds none. Resolution tests the
+    /// text of nearly every expression it evaluates, most of them short names, and an
+    /// automaton's search costs more than the test it makes on a few bytes.
+    shortest: usize,
 }
 
 const PATTERNS_PER_AUTOMATON: usize = 64;
@@ -54,8 +58,10 @@ impl Tokens {
         S: AsRef<str>,
     {
         let mut automata = Vec::new();
+        let mut shortest = usize::MAX;
         for group in groups {
             let list = spellings(group);
+            shortest = list.iter().map(String::len).fold(shortest, usize::min);
             for patterns in list.chunks(PATTERNS_PER_AUTOMATON) {
                 automata.push(
                     AhoCorasickBuilder::new()
@@ -67,7 +73,7 @@ impl Tokens {
                 );
             }
         }
-        Tokens { automata }
+        Tokens { automata, shortest }
     }
 
     /// Where each token occurrence starts, in order, found as the iterator is read. Tokens
@@ -100,9 +106,11 @@ impl Tokens {
 
     /// True when the bytes contain any token.
     pub fn hit(&self, bytes: &[u8]) -> bool {
-        self.automata
-            .iter()
-            .any(|automaton| automaton.is_match(bytes))
+        bytes.len() >= self.shortest
+            && self
+                .automata
+                .iter()
+                .any(|automaton| automaton.is_match(bytes))
     }
 }
 
