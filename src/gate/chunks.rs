@@ -1708,15 +1708,9 @@ pub fn skip_plain_bodies(src: &[u8], tokens: &Tokens) -> Option<PlainBodiesSkipp
     })
 }
 
-/// Every function body skipped (a stub stands in): the signatures, classes and imports that
-/// `gate::feed` reads to find a callee, at a fraction of a whole parse. `None` when the file
-/// has no function body.
-pub fn skip_all_bodies(src: &[u8]) -> Option<PlainBodiesSkipped> {
-    skip_bodies(src, |_, _| false)
-}
-
 /// A module's text for reading what it binds to one name at a time (`gate::index`): every
-/// function body stubbed, as `skip_all_bodies` stubs it, and its top-level statements.
+/// function body stubbed (its signatures, classes, imports and module code at a fraction of a
+/// whole parse), and its top-level statements.
 pub struct Skeleton {
     /// The file's text, each skipped body's first statement stubbed (positions unchanged).
     pub text: Vec<u8>,
@@ -2640,8 +2634,12 @@ mod tests {
                    def fast(x, arch=90):\n    def inner():\n        return 1\n    return is_sm90() and inner()\n\
                    class C(Base):\n    def __init__(self, cc):\n        self.cc = is_sm100(cc)\n\n    def check(self, *, major):\n        return major >= 9\n\
                    FLAG = fast(3)\n";
-        let skipped = skip_all_bodies(src.as_bytes()).expect("bodies to skip");
-        let parsed = parsed_text(&skipped);
+        let file = skeleton(src.as_bytes());
+        let parsed: String = file
+            .ranges
+            .iter()
+            .map(|&(s, e)| String::from_utf8_lossy(&file.text[s..e]).into_owned())
+            .collect();
         // Token or not, every body is a stub; signatures, classes and module code stay.
         assert!(parsed.contains("def fast(x, arch=90):\n    0"), "{parsed}");
         assert!(!parsed.contains("inner"), "{parsed}");
@@ -2650,9 +2648,8 @@ mod tests {
         assert!(parsed.contains("def check(self, *, major):\n        0"));
         assert!(!parsed.contains("major >= 9"));
         assert!(parsed.contains("import torch\n") && parsed.contains("FLAG = fast(3)\n"));
-        let tree = crate::syntax::parse_ranges(&skipped.text, &skipped.ranges);
+        let tree = crate::syntax::parse_ranges(&file.text, &file.ranges);
         assert!(!tree.root_node().has_error());
-        assert!(skip_all_bodies(b"import os\nX = 1\n").is_none());
     }
 
     #[test]

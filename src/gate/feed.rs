@@ -90,7 +90,7 @@ pub fn feed_parameters(
             .collect();
         prefetch_definitions(&callers, modules, &*lowering);
         // Each caller's calls are looked up on a thread of their own (reading definitions
-        // means parsing modules whole); the candidates keep the callers' order.
+        // means parsing parts of other modules); the candidates keep the callers' order.
         let shared: &dyn Lowering = &*lowering;
         let candidates: Vec<Candidate> = callers
             .par_iter()
@@ -309,14 +309,14 @@ fn locate(
                     }
                     Some(Import::Module(_)) => None,
                     // A partial parse may have left the definition out (a class without a
-                    // token): the whole module tells.
+                    // token): the module's definitions of the name tell.
                     None => (caller.partial && {
                         let may = lowering.may_define(&caller.module, name);
                         may.function || may.class
                     })
                     .then(|| definitions(&caller.module, name, modules, probes, lowering))
                     .flatten()
-                    .filter(|whole| defines(whole, name))
+                    .filter(|found| defines(found, name))
                     .map(|_| (caller.module.clone(), name.to_string())),
                 }
             }

@@ -118,7 +118,7 @@ pub fn lower_parsed<'a>(
     lower_tree(src, tree, module, is_package, tokens, parts)
 }
 
-/// The definitions of a module whose function bodies were left out (`chunks::skip_all_bodies`):
+/// The definitions of a module whose function bodies were left out (`chunks::Skeleton`):
 /// its functions with their signatures, classes and imports, lowered as `lower_module` lowers
 /// them, without the semantic model that only the resolver reads (`gate::feed` reads these
 /// to find a callee's parameters, for hundreds of modules per site).
