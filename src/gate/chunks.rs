@@ -1741,12 +1741,11 @@ impl Skeleton {
     /// it in the part that is parsed (a header, an import list), so a parse of these parts
     /// finds every top-level binding of the name that a parse of all of `ranges` finds.
     pub fn ranges_naming(&self, name: &str) -> Vec<(usize, usize)> {
-        let finder = memchr::memmem::Finder::new(name.as_bytes());
+        // A word of the part as the parse sees it: its edges are word boundaries.
         let names = |(start, end): (usize, usize)| {
-            finder.find_iter(&self.text[start..end]).any(|at| {
-                let (at, past) = (start + at, start + at + name.len());
-                is_whole_word(&self.text, at, past)
-            })
+            whole_word_starts(&self.text[start..end], name)
+                .next()
+                .is_some()
         };
         let mut out = Vec::new();
         let mut first = 0;
