@@ -1225,3 +1225,65 @@ fn a_gate_is_open_only_where_its_whole_path_was_read() {
         "decode.py's helper is followed into prefill.py: {own:#?}"
     );
 }
+
+/// A class's own capability check, asked through `cls.` by a base class that picks among its
+/// subclasses (vllm's experts classes and their `_supports_current_device()`), decides
+/// whether the class is used: its methods are the gated path, with `super().__init__` read in
+/// the base, a function defined inside a method followed into, and a module global that
+/// imports a library function lazily (`_lazy_import_wrapper("flashinfer.comm", name)`)
+/// followed to that function. A check whose kernel builds for sm_120 but leaves it out is an
+/// opportunity, one that admits sm_120 onto a kernel without it a trap; a check held by a
+/// mixin gates the methods of the class combining it with the base; a class that derives
+/// from no base asking the check stays an entry point (`unverified`), even where another
+/// class calls a method of that name through `self`.
+#[test]
+fn a_class_check_asked_by_its_base_gates_the_class_methods() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/classes");
+    let doc = json_at(&site, &["sm_120"]);
+    let table: Vec<(String, u64, String)> = doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"].as_str().unwrap().starts_with("kernpkg/"))
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |file: &str, line: u64, verdict: &str| {
+        (format!("kernpkg/{file}"), line, verdict.to_string())
+    };
+    assert_eq!(
+        table,
+        vec![
+            row("fused.py", 21, "opportunity"),
+            // The mixin's check gates its subclass's methods too, one of them on a kernel
+            // sm_120 lacks.
+            row("mixin.py", 13, "wall"),
+            row("mnnvl.py", 23, "trap"),
+            row("probe.py", 12, "unverified"),
+        ]
+    );
+    let (_, fused) = verdict_at(&doc, "kernpkg/fused.py", 21);
+    for expected in [
+        "read at kernpkg/fused.py:23 FusedExperts.apply, a method of the class that \
+         _supports_current_device() admits (its base asks cls._supports_current_device() at \
+         kernpkg/base.py:12)",
+        "calls flashinfer.comm:trtllm_allreduce_fusion",
+        "needs JIT generator flashinfer.jit.comm:gen_trtllm_comm_module: present at sm_120 (jit)",
+    ] {
+        assert!(
+            fused.iter().any(|e| e == expected),
+            "{expected}: {fused:#?}"
+        );
+    }
+    assert!(
+        fused.iter().all(|e| !e.contains("not open")),
+        "the whole class was read: {fused:#?}"
+    );
+    let (_, probe) = verdict_at(&doc, "kernpkg/probe.py", 12);
+    assert!(probe.iter().any(|e| e == "stop: entry-point"), "{probe:#?}");
+}

@@ -64,6 +64,9 @@ pub struct Facts {
     /// Where it leaves its block early (`return`, `raise`, `break`, `continue`, an `assert`
     /// that may fail): what it skips is decided too.
     pub leaves: Option<u32>,
+    /// The functions it defines inside itself (`def _per_expert(...)` in an `__init__`), by
+    /// name, with the byte where each `def` starts: a call of one runs that body.
+    pub local_functions: Vec<(String, usize)>,
 }
 
 /// The test of a branch a call is under: its byte range, and `negated` where the call runs
@@ -138,6 +141,7 @@ impl Facts {
         self.flows.extend(more.flows);
         self.returned_reads.extend(more.returned_reads);
         self.leaves = self.leaves.or(more.leaves);
+        self.local_functions.extend(more.local_functions);
     }
 
     fn note_opaque(&mut self, why: impl FnOnce() -> String) {
@@ -1003,8 +1007,36 @@ pub(crate) fn enclosing_ranges_with(parsed: &Parsed, byte: usize, whole_blocks: 
     }
 }
 
-/// The facts of a top-level definition's body.
+/// The site-relative file of a module.
+pub(crate) fn file_of_module(parsed: &Parsed) -> String {
+    let base = parsed.module.replace('.', "/");
+    if parsed.is_package {
+        format!("{base}/__init__.py")
+    } else {
+        format!("{base}.py")
+    }
+}
+
+/// The spaces before the line that holds `offset`.
+pub(crate) fn line_indent(src: &[u8], offset: usize) -> usize {
+    let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
+    src[line_start..offset]
+        .iter()
+        .take_while(|b| **b == b' ')
+        .count()
+}
+
+/// 1-based line of a byte offset.
+pub(crate) fn line_of(src: &[u8], offset: usize) -> usize {
+    memchr::memchr_iter(b'\n', &src[..offset.min(src.len())]).count() + 1
+}
+
+/// The facts of a top-level definition's body, or of a method of a top-level class
+/// (`Class.method`).
 pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
+    if let Some((class, method)) = name.split_once('.') {
+        return method_facts(parsed, class, method);
+    }
     let &(start, end) = parsed.defs.get(name)?;
     if end - start > MAX_BODY_BYTES {
         return None;
@@ -1020,6 +1052,46 @@ pub fn body_facts(parsed: &Parsed, name: &str) -> Option<Facts> {
             _ => None,
         })?;
     let body = definition.child_by_field_name("body")?;
+    Some(facts(body, &parsed.src))
+}
+
+/// The facts of the body of method `method` that top-level class `class` defines itself.
+/// The class is split into its statements and only the method's is parsed.
+fn method_facts(parsed: &Parsed, class: &str, method: &str) -> Option<Facts> {
+    let &range = parsed.defs.get(class)?;
+    let parts = parsed.split(range)?;
+    let header = format!("def {method}(");
+    let &statement = parts[1..].iter().find(|&&(start, end)| {
+        let text = &parsed.src[start..end];
+        // Past its decorators, the statement starts with the method's header.
+        text.split(|b| *b == b'\n')
+            .map(<[u8]>::trim_ascii_start)
+            .find(|line| !line.starts_with(b"@"))
+            .is_some_and(|line| {
+                line.strip_prefix(b"async ")
+                    .unwrap_or(line)
+                    .starts_with(header.as_bytes())
+            })
+    })?;
+    if statement.1 - statement.0 > MAX_BODY_BYTES {
+        return None;
+    }
+    let tree = parsed.parse(&[parts[0], statement]);
+    let first = statement.0
+        + parsed.src[statement.0..statement.1]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+    let node = tree
+        .root_node()
+        .descendant_for_byte_range(first, first + 1)?;
+    let function =
+        std::iter::successors(Some(node), |n| n.parent()).find_map(|n| match n.kind() {
+            "function_definition" => Some(n),
+            "decorated_definition" => n.child_by_field_name("definition"),
+            _ => None,
+        })?;
+    let body = function.child_by_field_name("body")?;
     Some(facts(body, &parsed.src))
 }
 
@@ -1081,6 +1153,10 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
                 if let Some(name) = n.child_by_field_name("name") {
                     out.binds_name.get_or_insert(line);
                     out.bound.insert(text(name, src).to_string());
+                    if n.kind() == "function_definition" {
+                        out.local_functions
+                            .push((text(name, src).to_string(), n.start_byte()));
+                    }
                     // Its body may read any name around it (a closure).
                     out.flows.push((
                         vec![text(name, src).to_string()],
@@ -1741,5 +1817,28 @@ mod conditional_tests {
             !decorated_with(class, 0, &decorators),
             "a decorated def in a class's docstring is not the class's decorator"
         );
+    }
+}
+
+#[cfg(test)]
+mod method_tests {
+    use super::*;
+
+    /// `Class.method` reads the method the class defines itself: decorated, `async`, after
+    /// a docstring and a nested class, not a method of the nested class or another class,
+    /// and no method the class does not define.
+    #[test]
+    fn a_method_of_a_top_level_class_is_read_by_its_dotted_name() {
+        let src = b"class Other:\n    def run(self):\n        other()\n\n\nclass Kernel(Base):\n    \"\"\"Docs.\"\"\"\n\n    class Config:\n        def run(self):\n            nested()\n\n    @staticmethod\n    def is_supported(\n        x,\n    ):\n        return check(x)\n\n    async def run(self):\n        launch()\n".to_vec();
+        let parsed = index_module("m", false, Arc::new(src));
+        let calls = |name: &str| body_facts(&parsed, name).map(|f| f.calls);
+        assert_eq!(
+            calls("Kernel.is_supported"),
+            Some(vec!["check".to_string()])
+        );
+        assert_eq!(calls("Kernel.run"), Some(vec!["launch".to_string()]));
+        assert_eq!(calls("Other.run"), Some(vec!["other".to_string()]));
+        assert_eq!(calls("Kernel.missing"), None);
+        assert_eq!(calls("Missing.run"), None);
     }
 }

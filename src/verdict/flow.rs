@@ -12,12 +12,14 @@
 //! guards: at a target where one of them blocks, the path is not taken.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::syntax::{Node, Tree};
 
 use super::code::{
     Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with,
-    ends_with_raise, facts, field_is, plain_word, raise_guarded, text,
+    ends_with_raise, facts, field_is, file_of_module, line_indent, line_of, plain_word,
+    raise_guarded, text,
 };
 use super::site_text::{Hit, SiteText};
 use crate::scan::Gate;
@@ -90,6 +92,11 @@ impl Reader<'_> {
             .filter(|hit| self.is_read(key, hit, &mut own_attribute))
             .collect();
         if reads.is_empty() {
+            if let FlagKey::Func { name, path } = key
+                && let Some(hops) = self.class_capability(name, path, hits)
+            {
+                return hops;
+            }
             // A function nobody on the site calls is an entry point: what its exit guards
             // runs in its callers, outside the site.
             return vec![Hop::Stop(match key {
@@ -227,6 +234,356 @@ impl Reader<'_> {
                             == Some(&(module.clone(), Some(name.clone())))
                     })
             }
+        }
+    }
+
+    /// A method whose value is the gate, which the site calls only through `cls.` or `self.`
+    /// inside a base class that defines the method too (vllm's experts classes each define
+    /// `_supports_current_device()`, and the base's `is_supported_config` asks
+    /// `if not cls._supports_current_device(): return False, ...` to pick a class): the call
+    /// dispatches to whichever subclass is asked, so no call site is this class's own. What
+    /// the gate decides is whether the class is used, and the code that then runs is the
+    /// class's other methods: each is a hop, and their kernels are joined. Only where the
+    /// file defines the method once (two classes of one file would share the flag) and the
+    /// method stands directly in a top-level class.
+    fn class_capability(&self, name: &str, path: &str, hits: &[Hit]) -> Option<Vec<Hop>> {
+        let defs = self.text.defs(name);
+        let mut own = defs
+            .iter()
+            .filter(|&&(file, _)| self.text.files[file].path == path);
+        let &(own_file, offset) = own.next()?;
+        if own.next().is_some() {
+            return None;
+        }
+        let parsed = self.code.module(&Code::module_of_file(path)?)?;
+        let src = &parsed.src[..];
+        let (class_name, &class_range) = parsed.defs.iter().find(|&(_, &(start, end))| {
+            start <= offset && offset < end && class_header(&src[start..end]).is_some()
+        })?;
+        // The method must stand directly in the class's body.
+        let method_indent = line_indent(src, offset);
+        let body_indent = src[class_range.0..class_range.1]
+            .split(|b| *b == b'\n')
+            .skip(1)
+            .find(|l| !l.trim_ascii().is_empty() && !l.trim_ascii_start().starts_with(b"#"))
+            .map(|l| l.len() - l.trim_ascii_start().len())?;
+        if method_indent != body_indent {
+            return None;
+        }
+        // The class and its subclasses in the same module that do not answer the check
+        // themselves (a mixin holding the check, combined with the base in each subclass:
+        // `class TrtLlmFp8ExpertsModular(TrtLlmFp8ExpertsBase, mk.FusedMoEExpertsModular)`).
+        let mut members: Vec<(String, (usize, usize))> = vec![(class_name.clone(), class_range)];
+        let mut by_start: Vec<(&String, &(usize, usize))> = parsed.defs.iter().collect();
+        by_start.sort_by_key(|(_, range)| range.0);
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for &(sub, &range) in &by_start {
+                let text = &src[range.0..range.1];
+                let Some(bases) = class_header(text) else {
+                    continue;
+                };
+                let names_member = bases.iter().any(|b| {
+                    let last = b.rsplit('.').next().unwrap_or(b);
+                    members.iter().any(|(m, _)| m == last)
+                });
+                let redefines = memchr::memmem::find(text, format!("def {name}(").as_bytes());
+                if names_member && redefines.is_none() && members.iter().all(|(m, _)| m != sub) {
+                    members.push((sub.clone(), range));
+                    grew = true;
+                }
+            }
+        }
+        let (base_path, base_line) = hits.iter().find_map(|hit| {
+            let file = &self.text.files[hit.file];
+            let before = &file.src[..hit.start];
+            let receiver = [&b"cls."[..], b"self."].iter().any(|r| {
+                before.ends_with(r)
+                    && !before[..before.len() - r.len()]
+                        .last()
+                        .is_some_and(|b| is_word_byte(*b) || *b == b'.')
+            });
+            let called = file.src[hit.end..]
+                .iter()
+                .find(|b| **b != b' ')
+                .is_some_and(|b| *b == b'(');
+            let base_defines = defs.iter().any(|&(f, _)| f == hit.file);
+            (hit.file != own_file
+                && receiver
+                && called
+                && base_defines
+                && members
+                    .iter()
+                    .any(|(_, range)| self.derives_from(path, range.0, &file.path, hit.start)))
+            .then(|| (file.path.as_str(), line_of(&file.src, hit.start)))
+        })?;
+        // (module, class) that defines the code, its facts, and where they come from.
+        let mut queue: Vec<(Arc<Parsed>, String, Facts, String)> = Vec::new();
+        let mut own: Vec<String> = vec![name.to_string()];
+        for (member, range) in &members {
+            let tree = parsed.parse(&[*range]);
+            let Some(class) = tree
+                .root_node()
+                .named_child(0)
+                .and_then(|n| match n.kind() {
+                    "decorated_definition" => n.child_by_field_name("definition"),
+                    _ => Some(n),
+                })
+            else {
+                continue;
+            };
+            let Some(body) = class.child_by_field_name("body") else {
+                continue;
+            };
+            let mut cursor = body.walk();
+            let methods = body
+                .named_children(&mut cursor)
+                .filter_map(|n| match n.kind() {
+                    "decorated_definition" => n.child_by_field_name("definition"),
+                    _ => Some(n),
+                })
+                .filter(|f| f.kind() == "function_definition");
+            for method in methods {
+                let (Some(method_name), Some(method_body)) = (
+                    method.child_by_field_name("name"),
+                    method.child_by_field_name("body"),
+                ) else {
+                    continue;
+                };
+                let method_name = text(method_name, src);
+                if method_name == name {
+                    continue;
+                }
+                own.push(method_name.to_string());
+                let whose = if member == class_name {
+                    format!("a method of the class that {name}() admits")
+                } else {
+                    format!("a method of a subclass of {class_name}, whose {name}() admits it")
+                };
+                queue.push((
+                    parsed.clone(),
+                    member.clone(),
+                    facts(method_body, src),
+                    format!(
+                        "{path}:{} {member}.{method_name}, {whose} (its base asks cls.{name}() \
+                         at {base_path}:{base_line})",
+                        method.start_position().row + 1,
+                    ),
+                ));
+            }
+        }
+        // The queue is popped from its end: the class's methods in file order.
+        queue.reverse();
+        // Calls through `self.`/`cls.` run the classes' own methods (each a hop of its own)
+        // or, where they have none of that name, the nearest base's; `super().` the nearest
+        // base's of the class that makes the call. Each inherited method is read once.
+        let mut read: Vec<(String, usize)> = Vec::new();
+        let mut hops = Vec::new();
+        while let Some((defining, defining_class, mut found, what)) = queue.pop() {
+            let through: Vec<(String, bool, String)> = found
+                .calls
+                .iter()
+                .filter_map(|call| {
+                    let (rest, from_super) = match call.strip_prefix("super().") {
+                        Some(rest) => (rest, true),
+                        None => (
+                            call.strip_prefix("self.")
+                                .or_else(|| call.strip_prefix("cls."))?,
+                            false,
+                        ),
+                    };
+                    rest.bytes()
+                        .all(is_word_byte)
+                        .then(|| (call.clone(), from_super, rest.to_string()))
+                })
+                .collect();
+            for (call, from_super, method) in through {
+                if !from_super && own.contains(&method) {
+                    found.calls.retain(|c| *c != call);
+                    continue;
+                }
+                let (start_module, start_class) = if from_super {
+                    (&defining, defining_class.as_str())
+                } else {
+                    (&parsed, class_name.as_str())
+                };
+                let Some((module, class, line, body)) =
+                    self.inherited_method(start_module, start_class, &method)
+                else {
+                    continue;
+                };
+                found.calls.retain(|c| *c != call);
+                if read.contains(&(module.module.clone(), line)) {
+                    continue;
+                }
+                read.push((module.module.clone(), line));
+                let file = file_of_module(&module);
+                queue.push((
+                    module,
+                    class,
+                    body,
+                    format!("{what}: {call}() reads {file}:{line}"),
+                ));
+            }
+            if !found.calls.iter().any(|c| c.starts_with("super().")) {
+                found.calls.retain(|c| c != "super");
+            }
+            let file = file_of_module(&defining);
+            let place = Place {
+                parsed: &defining,
+                path: &file,
+                gate: false,
+            };
+            self.push_code(&place, found, what, Vec::new(), &mut hops);
+        }
+        (!hops.is_empty()).then_some(hops)
+    }
+
+    /// Method `method` as the nearest base of top-level class `class` (in `parsed`) defines
+    /// it: that base's module and name, the method's line and the facts of its body. What
+    /// `super().<method>()` calls there, or `self.<method>()` where the class has none.
+    fn inherited_method(
+        &self,
+        parsed: &Arc<Parsed>,
+        class: &str,
+        method: &str,
+    ) -> Option<(Arc<Parsed>, String, usize, Facts)> {
+        let mut todo: std::collections::VecDeque<(Arc<Parsed>, String, usize)> =
+            std::collections::VecDeque::from([(parsed.clone(), class.to_string(), 0)]);
+        while let Some((module, name, depth)) = todo.pop_front() {
+            let &(start, end) = module.defs.get(&name)?;
+            if depth > 0 {
+                let tree = module.parse(&[(start, end)]);
+                let class_node = tree
+                    .root_node()
+                    .named_child(0)
+                    .and_then(|n| match n.kind() {
+                        "decorated_definition" => n.child_by_field_name("definition"),
+                        _ => Some(n),
+                    });
+                let found = class_node
+                    .and_then(|c| c.child_by_field_name("body"))
+                    .and_then(|body| {
+                        let mut cursor = body.walk();
+                        body.named_children(&mut cursor)
+                            .filter_map(|n| match n.kind() {
+                                "decorated_definition" => n.child_by_field_name("definition"),
+                                _ => Some(n),
+                            })
+                            .find(|n| {
+                                n.kind() == "function_definition"
+                                    && n.child_by_field_name("name")
+                                        .is_some_and(|m| text(m, &module.src) == method)
+                            })
+                    })
+                    .and_then(|f| {
+                        Some((
+                            f.start_position().row + 1,
+                            facts(f.child_by_field_name("body")?, &module.src),
+                        ))
+                    });
+                if let Some((line, found)) = found {
+                    return Some((module.clone(), name, line, found));
+                }
+            }
+            if depth > 6 {
+                continue;
+            }
+            for expression in class_header(&module.src[start..end]).unwrap_or_default() {
+                if let Some((defining, base)) = self.class_named(&module, &expression) {
+                    todo.push_back((defining, base, depth + 1));
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether the top-level class holding byte `offset` of file `path` derives (through the
+    /// bases its module names, as far as imports resolve them) from the top-level class
+    /// holding byte `at` of file `base_path`.
+    fn derives_from(&self, path: &str, offset: usize, base_path: &str, at: usize) -> bool {
+        let class_at = |module: &str, byte: usize| -> Option<(Arc<Parsed>, String)> {
+            let parsed = self.code.module(module)?;
+            let name = parsed
+                .defs
+                .iter()
+                .find(|&(_, &(start, end))| {
+                    start <= byte && byte < end && class_header(&parsed.src[start..end]).is_some()
+                })
+                .map(|(name, _)| name.clone())?;
+            Some((parsed, name))
+        };
+        let (Some(module), Some(base_module)) =
+            (Code::module_of_file(path), Code::module_of_file(base_path))
+        else {
+            return false;
+        };
+        let (Some(start), Some((_, base))) =
+            (class_at(&module, offset), class_at(&base_module, at))
+        else {
+            return false;
+        };
+        let mut seen: Vec<(String, String)> = Vec::new();
+        let mut todo = vec![(start.0, start.1, 0)];
+        while let Some((parsed, name, depth)) = todo.pop() {
+            if parsed.module == base_module && name == base {
+                return true;
+            }
+            let key = (parsed.module.clone(), name.clone());
+            if depth > 6 || seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let Some(&(start, end)) = parsed.defs.get(&name) else {
+                continue;
+            };
+            let Some(bases) = class_header(&parsed.src[start..end]) else {
+                continue;
+            };
+            for expression in bases {
+                if let Some((defining, class)) = self.class_named(&parsed, &expression) {
+                    todo.push((defining, class, depth + 1));
+                }
+            }
+        }
+        false
+    }
+
+    /// The module and name of the top-level class that `expression` (`Base`, `mk.Base`)
+    /// names in `parsed`, through its imports and one re-export.
+    fn class_named(&self, parsed: &Arc<Parsed>, expression: &str) -> Option<(Arc<Parsed>, String)> {
+        let defines = |module: &Arc<Parsed>, name: &str| {
+            module
+                .defs
+                .get(name)
+                .is_some_and(|&(s, e)| class_header(&module.src[s..e]).is_some())
+        };
+        let in_module = |module: &str, name: &str, hops: usize| {
+            let mut module = self.code.module(module)?;
+            for _ in 0..=hops {
+                if defines(&module, name) {
+                    return Some((module, name.to_string()));
+                }
+                let (from, member) = module.imports().get(name)?.clone();
+                if member.as_deref() != Some(name) {
+                    return None;
+                }
+                module = self.code.module(&from)?;
+            }
+            None
+        };
+        match expression.split('.').collect::<Vec<_>>().as_slice() {
+            [name] if defines(parsed, name) => Some((parsed.clone(), name.to_string())),
+            [name] => {
+                let (from, member) = parsed.imports().get(*name)?;
+                in_module(from, member.as_deref()?, 1)
+            }
+            [alias, name] => match parsed.imports().get(*alias)? {
+                (module, None) => in_module(module, name, 1),
+                (from, Some(member)) => in_module(&format!("{from}.{member}"), name, 1),
+            },
+            _ => None,
         }
     }
 
@@ -1027,6 +1384,46 @@ fn starts_with_return(branch: Node) -> bool {
 }
 
 /// The name and node of the function around a node.
+/// The bases of a class statement (`class X(A, mod.B, metaclass=M):` gives `A`, `mod.B`),
+/// or `None` where the statement is no class. Read from the header's text: a base is a
+/// dotted name; keyword arguments and anything else are left out.
+fn class_header(statement: &[u8]) -> Option<Vec<String>> {
+    let mut lines = statement.split(|b| *b == b'\n');
+    let header = lines.find(|l| !l.trim_ascii_start().starts_with(b"@"))?;
+    let rest = header.trim_ascii_start().strip_prefix(b"class ")?;
+    let open = rest.iter().position(|b| matches!(b, b'(' | b':'))?;
+    if rest[open] == b':' {
+        return Some(Vec::new());
+    }
+    // The bases may span lines: read on to the closing parenthesis.
+    let from = header.as_ptr() as usize - statement.as_ptr() as usize
+        + (header.len() - rest.len())
+        + open
+        + 1;
+    let mut depth = 1;
+    let end = statement[from..].iter().position(|b| {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            _ => {}
+        }
+        depth == 0
+    })?;
+    let inside = std::str::from_utf8(&statement[from..from + end]).ok()?;
+    Some(
+        inside
+            .split(',')
+            .map(str::trim)
+            .filter(|b| {
+                !b.is_empty()
+                    && b.split('.')
+                        .all(|p| !p.is_empty() && p.bytes().all(is_word_byte))
+            })
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 fn enclosing_function(node: Node) -> Option<(Node, Node)> {
     let mut up = node.parent();
     while let Some(n) = up {

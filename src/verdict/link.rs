@@ -8,8 +8,8 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use rayon::prelude::*;
 
 use super::code::{
-    Code, Condition, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with,
-    gated_branch, star_imports,
+    Code, Condition, Facts, FileCache, FlagKey, Parsed, body_facts_at, code_after_branch,
+    decorated_with, file_of_module, gated_branch, line_indent, line_of, star_imports, text,
 };
 use super::flow::{Guard, Hop, Reader};
 use super::site_text::{Hit, SiteText};
@@ -20,6 +20,7 @@ use crate::kernel::query::glob_match;
 use crate::kernel::requirement::Requirement;
 use crate::rules::{LinkRule, Rules};
 use crate::scan::Gate;
+use crate::syntax::Node;
 use crate::words::is_word_byte;
 
 /// Calls followed in a row from a gated branch before giving up.
@@ -1110,6 +1111,38 @@ impl Linker<'_> {
                 guards.sort();
                 guards.dedup();
             }
+            // A function the followed code defines inside itself: its body, read where it
+            // stands (the last definition of the name, as at the call).
+            if let Some(&(_, at)) = facts.local_functions.iter().rev().find(|(n, _)| n == call) {
+                let id = format!("{}:{}", file_of_module(parsed), line_of(&parsed.src, at));
+                if depth + 1 >= MAX_HOPS {
+                    search
+                        .unfollowed
+                        .add(|| format!("`{id}` is past {MAX_HOPS} hops"));
+                } else if !search.visited.insert(id.clone()) {
+                    // Followed already on this search.
+                } else if let Some(body) = body_facts_at(parsed, at) {
+                    let mut next_chain = chain.to_vec();
+                    next_chain.push(format!("calls {id} (the local function {call})"));
+                    self.follow(
+                        parsed,
+                        &body,
+                        &next_chain,
+                        dist,
+                        &Reach {
+                            depth: depth + 1,
+                            conditional,
+                            guards,
+                        },
+                        search,
+                    );
+                } else {
+                    search
+                        .unfollowed
+                        .add(|| format!("the definition of `{id}` could not be read"));
+                }
+                continue;
+            }
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
                 chain.push(format!("calls native op {call}"));
@@ -1628,6 +1661,11 @@ impl Linker<'_> {
         }
         match rest.as_slice() {
             [name] => self.lookup(&module, name, 0),
+            // `mk.FusedMoEExperts.is_supported_config(...)`: a method of a class the module
+            // defines or re-exports.
+            [class, method] if class.starts_with(|c: char| c.is_ascii_uppercase()) => self
+                .lookup(&module, class, 0)
+                .map(|(module, class)| (module, format!("{class}.{method}"))),
             _ => None,
         }
     }
@@ -1641,6 +1679,14 @@ impl Linker<'_> {
         match parsed.imports().get(name) {
             Some((next, Some(member))) if depth < 4 => self.lookup(next, member, depth + 1),
             Some(_) => None,
+            // A global bound to a lazy import of another module's function
+            // (`f = _lazy_import_wrapper("flashinfer.fused_moe", "cutlass_fused_moe")`):
+            // calling it calls that function.
+            None if depth < 4
+                && let Some((target, member)) = self.lazy_import(&parsed, name) =>
+            {
+                self.lookup(&target, &member, depth + 1)
+            }
             // A package that re-exports its modules whole (`from .parallel_state import *`
             // in `sglang/srt/distributed/__init__.py`): the first of them that has the name.
             None if depth < 4 => {
@@ -1652,6 +1698,151 @@ impl Linker<'_> {
             None => None,
         }
     }
+}
+
+impl Linker<'_> {
+    /// The module and member a global of `parsed` imports lazily: a top-level
+    /// `name = factory("module.path", "member", ...)` whose factory (defined in the module or
+    /// imported into it) is read to be a lazy import: its body returns an attribute named by
+    /// its second parameter (`getattr(mod, attr_name)`) of a module imported by its first,
+    /// with `importlib.import_module` or `__import__`, directly or through a function of the
+    /// factory's module that calls one of them.
+    fn lazy_import(&self, parsed: &Parsed, name: &str) -> Option<(String, String)> {
+        let src = &parsed.src[..];
+        let &statement = parsed.statements.iter().find(|&&(start, end)| {
+            let text = &src[start..end];
+            text.starts_with(name.as_bytes()) && {
+                let rest = text[name.len()..].trim_ascii_start();
+                rest.starts_with(b"=") && !rest.starts_with(b"==")
+            }
+        })?;
+        let tree = parsed.parse(&[statement]);
+        let assignment = tree
+            .root_node()
+            .named_child(0)
+            .filter(|n| n.kind() == "expression_statement")?
+            .named_child(0)
+            .filter(|n| n.kind() == "assignment")?;
+        let call = assignment
+            .child_by_field_name("right")
+            .filter(|n| n.kind() == "call")?;
+        let factory = call
+            .child_by_field_name("function")
+            .filter(|n| n.kind() == "identifier")?;
+        let arguments = call.child_by_field_name("arguments")?;
+        let mut cursor = arguments.walk();
+        let strings: Vec<String> = arguments
+            .named_children(&mut cursor)
+            .take(2)
+            .map_while(|a| string_content(a, src))
+            .collect();
+        let [target, member] = strings.as_slice() else {
+            return None;
+        };
+        let factory = text(factory, src);
+        let (module, function) = if parsed.defs.contains_key(factory) {
+            (parsed.module.clone(), factory.to_string())
+        } else {
+            let (from, Some(member)) = parsed.imports().get(factory)? else {
+                return None;
+            };
+            self.lookup(from, member, 3)?
+        };
+        let defining = self.code.module(&module)?;
+        is_lazy_import_factory(&defining, &function).then(|| (target.clone(), member.clone()))
+    }
+}
+
+/// Whether the top-level function `name` of `parsed` returns (or calls) an attribute named by
+/// its second parameter of the module its first parameter names: a `getattr(_, second)` call
+/// and a call taking `first` that imports (`import_module`, `__import__`, or a top-level
+/// function of the module whose body calls one of them).
+fn is_lazy_import_factory(parsed: &Parsed, name: &str) -> bool {
+    let Some(&range) = parsed.defs.get(name) else {
+        return false;
+    };
+    let src = &parsed.src[..];
+    let imports = |text: &[u8]| {
+        memchr::memmem::find(text, b"import_module(").is_some()
+            || memchr::memmem::find(text, b"__import__(").is_some()
+    };
+    if memchr::memmem::find(&src[range.0..range.1], b"getattr(").is_none() {
+        return false;
+    }
+    let tree = parsed.parse(&[range]);
+    let Some(function) = tree
+        .root_node()
+        .named_child(0)
+        .and_then(|n| match n.kind() {
+            "decorated_definition" => n.child_by_field_name("definition"),
+            _ => Some(n),
+        })
+    else {
+        return false;
+    };
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return false;
+    };
+    let mut cursor = parameters.walk();
+    let names: Vec<&str> = parameters
+        .named_children(&mut cursor)
+        .take(2)
+        .filter_map(|p| match p.kind() {
+            "identifier" => Some(text(p, src)),
+            _ => p
+                .child_by_field_name("name")
+                .or_else(|| p.named_child(0))
+                .filter(|n| n.kind() == "identifier")
+                .map(|n| text(n, src)),
+        })
+        .collect();
+    let [first, second] = names.as_slice() else {
+        return false;
+    };
+    let (mut attribute, mut imported) = (false, false);
+    let mut stack = vec![function];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "call"
+            && let (Some(callee), Some(arguments)) = (
+                node.child_by_field_name("function"),
+                node.child_by_field_name("arguments"),
+            )
+        {
+            let mut cursor = arguments.walk();
+            let arguments: Vec<&str> = arguments
+                .named_children(&mut cursor)
+                .map(|a| text(a, src))
+                .collect();
+            let callee_text = text(callee, src);
+            if callee_text == "getattr" && arguments.get(1) == Some(second) {
+                attribute = true;
+            }
+            if arguments.first() == Some(first) {
+                imported |= callee_text.ends_with("import_module")
+                    || callee_text == "__import__"
+                    || parsed
+                        .defs
+                        .get(callee_text)
+                        .is_some_and(|&(start, end)| imports(&src[start..end]));
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    attribute && imported
+}
+
+/// The content of a plain string literal (no prefix, escape or interpolation).
+fn string_content(node: Node, src: &[u8]) -> Option<String> {
+    if node.kind() != "string" {
+        return None;
+    }
+    let raw = text(node, src);
+    let inner = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .or_else(|| raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))?;
+    (!inner.is_empty() && !inner.contains(['\\', '{', '"', '\''])).then(|| inner.to_string())
 }
 
 /// The one function an attribute of `self` (or `cls`) holds, where `call` is that attribute
@@ -1781,27 +1972,6 @@ pub fn stop_kind(why: &str) -> &'static str {
     } else {
         "flag-used-otherwise"
     }
-}
-
-fn file_of_module(parsed: &Parsed) -> String {
-    let base = parsed.module.replace('.', "/");
-    if parsed.is_package {
-        format!("{base}/__init__.py")
-    } else {
-        format!("{base}.py")
-    }
-}
-
-fn line_of(src: &[u8], offset: usize) -> usize {
-    memchr::memchr_iter(b'\n', &src[..offset.min(src.len())]).count() + 1
-}
-
-fn line_indent(src: &[u8], offset: usize) -> usize {
-    let line_start = memchr::memrchr(b'\n', &src[..offset]).map_or(0, |i| i + 1);
-    src[line_start..offset]
-        .iter()
-        .take_while(|b| **b == b' ')
-        .count()
 }
 
 fn add_link(links: &mut Vec<Link>, link: Link) {
