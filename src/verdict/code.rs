@@ -229,7 +229,7 @@ pub struct Parsed {
 }
 
 /// A definition's header and body statements, as byte ranges (`split_definition`).
-type Split = Arc<[(usize, usize)]>;
+pub(crate) type Split = Arc<[(usize, usize)]>;
 
 impl Parsed {
     fn line_starts(&self) -> &std::sync::Arc<[u32]> {
@@ -238,7 +238,7 @@ impl Parsed {
 
     /// The header and body statements of the definition at `range` (`split_definition`),
     /// split once.
-    fn split(&self, range: (usize, usize)) -> Option<Split> {
+    pub(crate) fn split(&self, range: (usize, usize)) -> Option<Split> {
         if let Some(known) = self.splits.lock().expect("splits").get(&range) {
             return known.clone();
         }

@@ -260,14 +260,18 @@ impl Reader<'_> {
         let (class_name, &class_range) = parsed.defs.iter().find(|&(_, &(start, end))| {
             start <= offset && offset < end && class_header(&src[start..end]).is_some()
         })?;
-        // The method must stand directly in the class's body.
-        let method_indent = line_indent(src, offset);
-        let body_indent = src[class_range.0..class_range.1]
-            .split(|b| *b == b'\n')
-            .skip(1)
-            .find(|l| !l.trim_ascii().is_empty() && !l.trim_ascii_start().starts_with(b"#"))
-            .map(|l| l.len() - l.trim_ascii_start().len())?;
-        if method_indent != body_indent {
+        // The method must stand directly in the class's body: one of its statements, at
+        // that statement's own indentation (past its decorators).
+        let parts = parsed.split(class_range)?;
+        let &(statement, _) = parts[1..]
+            .iter()
+            .find(|&&(start, end)| start <= offset && offset < end)?;
+        let first = statement
+            + src[statement..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+        if line_indent(src, offset) != line_indent(src, first) {
             return None;
         }
         // The class and its subclasses in the same module that do not answer the check

@@ -1698,9 +1698,7 @@ impl Linker<'_> {
             None => None,
         }
     }
-}
 
-impl Linker<'_> {
     /// The module and member a global of `parsed` imports lazily: a top-level
     /// `name = factory("module.path", "member", ...)` whose factory (defined in the module or
     /// imported into it) is read to be a lazy import: its body returns an attribute named by
