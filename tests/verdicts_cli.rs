@@ -1233,7 +1233,9 @@ fn a_gate_is_open_only_where_its_whole_path_was_read() {
 /// imports a library function lazily (`_lazy_import_wrapper("flashinfer.comm", name)`)
 /// followed to that function. A check whose kernel builds for sm_120 but leaves it out is an
 /// opportunity, one that admits sm_120 onto a kernel without it a trap; a check held by a
-/// mixin gates the methods of the class combining it with the base; a class that derives
+/// mixin gates the methods of the class combining it with the base; a name imported from a
+/// module outside the site (`functools.partial`) is not the site's function of that name; a
+/// class that derives
 /// from no base asking the check stays an entry point (`unverified`), even where another
 /// class calls a method of that name through `self`.
 #[test]
@@ -1259,7 +1261,7 @@ fn a_class_check_asked_by_its_base_gates_the_class_methods() {
     assert_eq!(
         table,
         vec![
-            row("fused.py", 21, "opportunity"),
+            row("fused.py", 25, "opportunity"),
             // The mixin's check gates its subclass's methods too, one of them on a kernel
             // sm_120 lacks.
             row("mixin.py", 13, "wall"),
@@ -1267,9 +1269,9 @@ fn a_class_check_asked_by_its_base_gates_the_class_methods() {
             row("probe.py", 12, "unverified"),
         ]
     );
-    let (_, fused) = verdict_at(&doc, "kernpkg/fused.py", 21);
+    let (_, fused) = verdict_at(&doc, "kernpkg/fused.py", 25);
     for expected in [
-        "read at kernpkg/fused.py:23 FusedExperts.apply, a method of the class that \
+        "read at kernpkg/fused.py:27 FusedExperts.apply, a method of the class that \
          _supports_current_device() admits (its base asks cls._supports_current_device() at \
          kernpkg/base.py:12)",
         "calls flashinfer.comm:trtllm_allreduce_fusion",

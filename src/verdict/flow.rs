@@ -73,6 +73,26 @@ pub struct Reader<'a> {
     pub gates_by_file: &'a HashMap<String, Vec<usize>>,
 }
 
+/// The methods a class check's search reads (`Reader::class_capability`).
+#[derive(Default)]
+struct ClassRead {
+    /// Methods still to turn into hops.
+    queue: Vec<ClassMethod>,
+    /// The names of the methods of the classes read whole (the checked class and its
+    /// same-module subclasses): `self.<name>()` runs one of them.
+    own: Vec<String>,
+    /// (module, line) of each inherited method read.
+    methods: Vec<(String, usize)>,
+}
+
+struct ClassMethod {
+    /// The module and class that define the method.
+    defining: Arc<Parsed>,
+    class: String,
+    found: Facts,
+    what: String,
+}
+
 struct Place<'t> {
     parsed: &'t Parsed,
     path: &'t str,
@@ -322,69 +342,32 @@ impl Reader<'_> {
                     .any(|(_, range)| self.derives_from(path, range.0, &file.path, hit.start)))
             .then(|| (file.path.as_str(), line_of(&file.src, hit.start)))
         })?;
-        // (module, class) that defines the code, its facts, and where they come from.
-        let mut queue: Vec<(Arc<Parsed>, String, Facts, String)> = Vec::new();
-        let mut own: Vec<String> = vec![name.to_string()];
-        for (member, range) in &members {
-            let tree = parsed.parse(&[*range]);
-            let Some(class) = tree
-                .root_node()
-                .named_child(0)
-                .and_then(|n| match n.kind() {
-                    "decorated_definition" => n.child_by_field_name("definition"),
-                    _ => Some(n),
-                })
-            else {
-                continue;
+        let mut read = ClassRead::default();
+        for (member, _) in &members {
+            let whose = if member == class_name {
+                format!("a method of the class that {name}() admits")
+            } else {
+                format!("a method of a subclass of {class_name}, whose {name}() admits it")
             };
-            let Some(body) = class.child_by_field_name("body") else {
-                continue;
-            };
-            let mut cursor = body.walk();
-            let methods = body
-                .named_children(&mut cursor)
-                .filter_map(|n| match n.kind() {
-                    "decorated_definition" => n.child_by_field_name("definition"),
-                    _ => Some(n),
-                })
-                .filter(|f| f.kind() == "function_definition");
-            for method in methods {
-                let (Some(method_name), Some(method_body)) = (
-                    method.child_by_field_name("name"),
-                    method.child_by_field_name("body"),
-                ) else {
-                    continue;
-                };
-                let method_name = text(method_name, src);
-                if method_name == name {
-                    continue;
-                }
-                own.push(method_name.to_string());
-                let whose = if member == class_name {
-                    format!("a method of the class that {name}() admits")
-                } else {
-                    format!("a method of a subclass of {class_name}, whose {name}() admits it")
-                };
-                queue.push((
-                    parsed.clone(),
-                    member.clone(),
-                    facts(method_body, src),
-                    format!(
-                        "{path}:{} {member}.{method_name}, {whose} (its base asks cls.{name}() \
-                         at {base_path}:{base_line})",
-                        method.start_position().row + 1,
-                    ),
-                ));
-            }
+            let why = format!("{whose} (its base asks cls.{name}() at {base_path}:{base_line})");
+            self.read_class(&parsed, member, name, &why, &mut read);
         }
-        // The queue is popped from its end: the class's methods in file order.
-        queue.reverse();
-        // Calls through `self.`/`cls.` run the classes' own methods (each a hop of its own)
-        // or, where they have none of that name, the nearest base's; `super().` the nearest
-        // base's of the class that makes the call. Each inherited method is read once.
-        let mut read: Vec<(String, usize)> = Vec::new();
+        read.own.push(name.to_string());
         let mut hops = Vec::new();
-        while let Some((defining, defining_class, mut found, what)) = queue.pop() {
+        // The queue is popped from its end: the first class's methods first.
+        read.queue.reverse();
+        while let Some(method) = read.queue.pop() {
+            let ClassMethod {
+                defining,
+                class,
+                mut found,
+                what,
+            } = method;
+            // Calls through `self.`/`cls.` run a method of the classes read whole (a hop of
+            // its own) or, where they have none of that name, the nearest base's of the
+            // class whose method makes the call;
+            // `super().` the nearest base's of the class that makes the call. Each inherited
+            // method is read once.
             let through: Vec<(String, bool, String)> = found
                 .calls
                 .iter()
@@ -403,32 +386,27 @@ impl Reader<'_> {
                 })
                 .collect();
             for (call, from_super, method) in through {
-                if !from_super && own.contains(&method) {
+                if !from_super && read.own.contains(&method) {
                     found.calls.retain(|c| *c != call);
                     continue;
                 }
-                let (start_module, start_class) = if from_super {
-                    (&defining, defining_class.as_str())
-                } else {
-                    (&parsed, class_name.as_str())
-                };
-                let Some((module, class, line, body)) =
-                    self.inherited_method(start_module, start_class, &method)
+                let Some((module, base, line, body)) =
+                    self.inherited_method(&defining, &class, &method)
                 else {
                     continue;
                 };
                 found.calls.retain(|c| *c != call);
-                if read.contains(&(module.module.clone(), line)) {
+                if read.methods.contains(&(module.module.clone(), line)) {
                     continue;
                 }
-                read.push((module.module.clone(), line));
+                read.methods.push((module.module.clone(), line));
                 let file = file_of_module(&module);
-                queue.push((
-                    module,
-                    class,
-                    body,
-                    format!("{what}: {call}() reads {file}:{line}"),
-                ));
+                read.queue.push(ClassMethod {
+                    defining: module,
+                    class: base,
+                    found: body,
+                    what: format!("{what}: {call}() reads {file}:{line}"),
+                });
             }
             if !found.calls.iter().any(|c| c.starts_with("super().")) {
                 found.calls.retain(|c| c != "super");
@@ -442,6 +420,67 @@ impl Reader<'_> {
             self.push_code(&place, found, what, Vec::new(), &mut hops);
         }
         (!hops.is_empty()).then_some(hops)
+    }
+
+    /// Queues the methods of top-level class `class` of `module` but `skip` (the check
+    /// itself), each described as `why`.
+    fn read_class(
+        &self,
+        module: &Arc<Parsed>,
+        class: &str,
+        skip: &str,
+        why: &str,
+        read: &mut ClassRead,
+    ) {
+        let Some(&range) = module.defs.get(class) else {
+            return;
+        };
+        let src = &module.src[..];
+        let path = file_of_module(module);
+        let tree = module.parse(&[range]);
+        let Some(node) = tree
+            .root_node()
+            .named_child(0)
+            .and_then(|n| match n.kind() {
+                "decorated_definition" => n.child_by_field_name("definition"),
+                _ => Some(n),
+            })
+        else {
+            return;
+        };
+        let Some(body) = node.child_by_field_name("body") else {
+            return;
+        };
+        let mut cursor = body.walk();
+        let methods = body
+            .named_children(&mut cursor)
+            .filter_map(|n| match n.kind() {
+                "decorated_definition" => n.child_by_field_name("definition"),
+                _ => Some(n),
+            })
+            .filter(|f| f.kind() == "function_definition");
+        for method in methods {
+            let (Some(method_name), Some(method_body)) = (
+                method.child_by_field_name("name"),
+                method.child_by_field_name("body"),
+            ) else {
+                continue;
+            };
+            let method_name = text(method_name, src);
+            if method_name == skip {
+                continue;
+            }
+            read.own.push(method_name.to_string());
+            read.queue.push(ClassMethod {
+                defining: module.clone(),
+                class: class.to_string(),
+                found: facts(method_body, src),
+                what: format!(
+                    "{path}:{} {class}.{method_name}, {why}",
+                    method.start_position().row + 1
+                ),
+            });
+        }
     }
 
     /// Method `method` as the nearest base of top-level class `class` (in `parsed`) defines

@@ -1499,6 +1499,14 @@ impl Linker<'_> {
         if defs.is_empty() {
             return None;
         }
+        // A name the caller imports from a module outside the site (`from functools import
+        // partial`) is that module's, whatever the site defines under the name.
+        let head = call.split('.').next().unwrap_or(call);
+        if let Some((from, _)) = parsed.imports().get(head)
+            && !self.code.has_module(from)
+        {
+            return None;
+        }
         // A method of the caller's own class: the one def of that name in the caller's module.
         let own =
             call.starts_with("self.") || call.starts_with("cls.") || call.starts_with("super().");

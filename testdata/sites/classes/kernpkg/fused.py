@@ -1,5 +1,7 @@
 """A kernel class whose own check leaves out a GPU its kernel builds for."""
 
+from functools import partial
+
 import torch
 
 from kernpkg.base import Experts
@@ -14,6 +16,8 @@ class FusedExperts(Experts):
             return value * 2
 
         self.width = _doubled(config)
+        # functools' partial, not the site's function of that name.
+        self.parse = partial(int, base=10)
 
     @staticmethod
     def _supports_current_device():
