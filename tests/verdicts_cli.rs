@@ -1265,6 +1265,10 @@ fn a_class_check_asked_by_its_base_gates_the_class_methods() {
             // The mixin's check gates its subclass's methods too, one of them on a kernel
             // sm_120 lacks.
             row("mixin.py", 13, "wall"),
+            // The mixin's methods call what its subclass inherits from the base
+            // (`self.finalize`) and make an instance (`cls(config)`, its `__init__`): all
+            // read, the path is whole.
+            row("mixin_calls.py", 13, "opportunity"),
             row("mnnvl.py", 23, "trap"),
             row("probe.py", 12, "unverified"),
         ]

@@ -372,6 +372,10 @@ impl Reader<'_> {
                 .calls
                 .iter()
                 .filter_map(|call| {
+                    // `cls(...)` makes an instance: it runs `__init__`.
+                    if call == "cls" {
+                        return Some((call.clone(), false, "__init__".to_string()));
+                    }
                     let (rest, from_super) = match call.strip_prefix("super().") {
                         Some(rest) => (rest, true),
                         None => (
@@ -390,9 +394,16 @@ impl Reader<'_> {
                     found.calls.retain(|c| *c != call);
                     continue;
                 }
-                let Some((module, base, line, body)) =
-                    self.inherited_method(&defining, &class, &method)
-                else {
+                // From the calling method's class; for `self.`, also from the subclasses read
+                // whole (a mixin's method calling what the class combining it inherits).
+                let subclasses = members
+                    .iter()
+                    .filter(|_| !from_super)
+                    .map(|(member, _)| (&parsed, member.as_str()));
+                let found_in = std::iter::once((&defining, class.as_str()))
+                    .chain(subclasses)
+                    .find_map(|(module, from)| self.inherited_method(module, from, &method));
+                let Some((module, base, line, body)) = found_in else {
                     continue;
                 };
                 found.calls.retain(|c| *c != call);

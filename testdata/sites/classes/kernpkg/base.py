@@ -16,3 +16,6 @@ class Experts:
     @staticmethod
     def _supports_current_device():
         raise NotImplementedError
+
+    def finalize(self, x):
+        return x
