@@ -57,6 +57,23 @@ fn gate_at<'d>(doc: &'d Value, file: &str, line: u64) -> &'d Value {
         .unwrap_or_else(|| panic!("no gate at {file}:{line}"))
 }
 
+/// (file, line, verdict at sm_120) of each gate in the files under `prefix`, in report order.
+fn verdict_table(doc: &Value, prefix: &str) -> Vec<(String, u64, String)> {
+    doc["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["file"].as_str().unwrap().starts_with(prefix))
+        .map(|g| {
+            (
+                g["file"].as_str().unwrap().to_string(),
+                g["line"].as_u64().unwrap(),
+                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// (verdict at sm_120, evidence) of the gate at `file:line`.
 fn verdict_at(doc: &Value, file: &str, line: u64) -> (String, Vec<String>) {
     let gate = gate_at(doc, file, line);
@@ -1170,19 +1187,7 @@ fn a_gate_whose_code_launches_nothing_chooses_no_kernel() {
 fn a_gate_is_open_only_where_its_whole_path_was_read() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/partial");
     let doc = json_at(&site, &["sm_120"]);
-    let table: Vec<(String, u64, String)> = doc["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|g| g["file"].as_str().unwrap().starts_with("fastpkg/"))
-        .map(|g| {
-            (
-                g["file"].as_str().unwrap().to_string(),
-                g["line"].as_u64().unwrap(),
-                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let table = verdict_table(&doc, "fastpkg/");
     let row = |file: &str, line: u64, verdict: &str| {
         (format!("fastpkg/{file}"), line, verdict.to_string())
     };
@@ -1242,19 +1247,7 @@ fn a_gate_is_open_only_where_its_whole_path_was_read() {
 fn a_class_check_asked_by_its_base_gates_the_class_methods() {
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sites/classes");
     let doc = json_at(&site, &["sm_120"]);
-    let table: Vec<(String, u64, String)> = doc["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|g| g["file"].as_str().unwrap().starts_with("kernpkg/"))
-        .map(|g| {
-            (
-                g["file"].as_str().unwrap().to_string(),
-                g["line"].as_u64().unwrap(),
-                g["verdict"]["sm_120"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let table = verdict_table(&doc, "kernpkg/");
     let row = |file: &str, line: u64, verdict: &str| {
         (format!("kernpkg/{file}"), line, verdict.to_string())
     };

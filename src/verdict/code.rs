@@ -1007,6 +1007,15 @@ pub(crate) fn enclosing_ranges_with(parsed: &Parsed, byte: usize, whole_blocks: 
     }
 }
 
+/// The definition a node stands for: past its decorators (`@staticmethod def f`), or the
+/// node itself.
+pub(crate) fn undecorated(node: Node) -> Option<Node> {
+    match node.kind() {
+        "decorated_definition" => node.child_by_field_name("definition"),
+        _ => Some(node),
+    }
+}
+
 /// The site-relative file of a module.
 pub(crate) fn file_of_module(parsed: &Parsed) -> String {
     let base = parsed.module.replace('.', "/");
@@ -1085,12 +1094,9 @@ fn method_facts(parsed: &Parsed, class: &str, method: &str) -> Option<Facts> {
     let node = tree
         .root_node()
         .descendant_for_byte_range(first, first + 1)?;
-    let function =
-        std::iter::successors(Some(node), |n| n.parent()).find_map(|n| match n.kind() {
-            "function_definition" => Some(n),
-            "decorated_definition" => n.child_by_field_name("definition"),
-            _ => None,
-        })?;
+    let function = std::iter::successors(Some(node), |n| n.parent())
+        .filter(|n| matches!(n.kind(), "function_definition" | "decorated_definition"))
+        .find_map(undecorated)?;
     let body = function.child_by_field_name("body")?;
     Some(facts(body, &parsed.src))
 }

@@ -19,7 +19,7 @@ use crate::syntax::{Node, Tree};
 use super::code::{
     Code, Facts, FileCache, FlagKey, Parsed, code_after_statement, enclosing_ranges_with,
     ends_with_raise, facts, field_is, file_of_module, line_indent, line_of, plain_word,
-    raise_guarded, text,
+    raise_guarded, text, undecorated,
 };
 use super::site_text::{Hit, SiteText};
 use crate::scan::Gate;
@@ -449,14 +449,7 @@ impl Reader<'_> {
         let src = &module.src[..];
         let path = file_of_module(module);
         let tree = module.parse(&[range]);
-        let Some(node) = tree
-            .root_node()
-            .named_child(0)
-            .and_then(|n| match n.kind() {
-                "decorated_definition" => n.child_by_field_name("definition"),
-                _ => Some(n),
-            })
-        else {
+        let Some(node) = tree.root_node().named_child(0).and_then(undecorated) else {
             return;
         };
         let Some(body) = node.child_by_field_name("body") else {
@@ -465,10 +458,7 @@ impl Reader<'_> {
         let mut cursor = body.walk();
         let methods = body
             .named_children(&mut cursor)
-            .filter_map(|n| match n.kind() {
-                "decorated_definition" => n.child_by_field_name("definition"),
-                _ => Some(n),
-            })
+            .filter_map(undecorated)
             .filter(|f| f.kind() == "function_definition");
         for method in methods {
             let (Some(method_name), Some(method_body)) = (
@@ -509,22 +499,13 @@ impl Reader<'_> {
             let &(start, end) = module.defs.get(&name)?;
             if depth > 0 {
                 let tree = module.parse(&[(start, end)]);
-                let class_node = tree
-                    .root_node()
-                    .named_child(0)
-                    .and_then(|n| match n.kind() {
-                        "decorated_definition" => n.child_by_field_name("definition"),
-                        _ => Some(n),
-                    });
+                let class_node = tree.root_node().named_child(0).and_then(undecorated);
                 let found = class_node
                     .and_then(|c| c.child_by_field_name("body"))
                     .and_then(|body| {
                         let mut cursor = body.walk();
                         body.named_children(&mut cursor)
-                            .filter_map(|n| match n.kind() {
-                                "decorated_definition" => n.child_by_field_name("definition"),
-                                _ => Some(n),
-                            })
+                            .filter_map(undecorated)
                             .find(|n| {
                                 n.kind() == "function_definition"
                                     && n.child_by_field_name("name")

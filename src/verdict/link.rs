@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use super::code::{
     Code, Condition, Facts, FileCache, FlagKey, Parsed, body_facts_at, code_after_branch,
     decorated_with, file_of_module, gated_branch, line_indent, line_of, star_imports, text,
+    undecorated,
 };
 use super::flow::{Guard, Hop, Reader};
 use super::site_text::{Hit, SiteText};
@@ -1776,14 +1777,7 @@ fn is_lazy_import_factory(parsed: &Parsed, name: &str) -> bool {
         return false;
     }
     let tree = parsed.parse(&[range]);
-    let Some(function) = tree
-        .root_node()
-        .named_child(0)
-        .and_then(|n| match n.kind() {
-            "decorated_definition" => n.child_by_field_name("definition"),
-            _ => Some(n),
-        })
-    else {
+    let Some(function) = tree.root_node().named_child(0).and_then(undecorated) else {
         return false;
     };
     let Some(parameters) = function.child_by_field_name("parameters") else {
