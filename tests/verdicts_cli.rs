@@ -1234,7 +1234,8 @@ fn a_gate_is_open_only_where_its_whole_path_was_read() {
 /// A class's own capability check, asked through `cls.` by a base class that picks among its
 /// subclasses (vllm's experts classes and their `_supports_current_device()`), decides
 /// whether the class is used: its methods are the gated path, with `super().__init__` read in
-/// the base, a function defined inside a method followed into, and a module global that
+/// the base, `kb.Experts.finalize(...)` read in the class the module alias names, a function
+/// defined inside a method followed into, and a module global that
 /// imports a library function lazily (`_lazy_import_wrapper("flashinfer.comm", name)`)
 /// followed to that function. A check whose kernel builds for sm_120 but leaves it out is an
 /// opportunity, one that admits sm_120 onto a kernel without it a trap; a check held by a
@@ -1254,7 +1255,7 @@ fn a_class_check_asked_by_its_base_gates_the_class_methods() {
     assert_eq!(
         table,
         vec![
-            row("fused.py", 25, "opportunity"),
+            row("fused.py", 26, "opportunity"),
             // The mixin's check gates its subclass's methods too, one of them on a kernel
             // sm_120 lacks.
             row("mixin.py", 13, "wall"),
@@ -1266,9 +1267,9 @@ fn a_class_check_asked_by_its_base_gates_the_class_methods() {
             row("probe.py", 12, "unverified"),
         ]
     );
-    let (_, fused) = verdict_at(&doc, "kernpkg/fused.py", 25);
+    let (_, fused) = verdict_at(&doc, "kernpkg/fused.py", 26);
     for expected in [
-        "read at kernpkg/fused.py:27 FusedExperts.apply, a method of the class that \
+        "read at kernpkg/fused.py:28 FusedExperts.apply, a method of the class that \
          _supports_current_device() admits (its base asks cls._supports_current_device() at \
          kernpkg/base.py:12)",
         "calls flashinfer.comm:trtllm_allreduce_fusion",
