@@ -264,8 +264,8 @@ impl Reader<'_> {
     /// dispatches to whichever subclass is asked, so no call site is this class's own. What
     /// the gate decides is whether the class is used, and the code that then runs is the
     /// class's other methods: each is a hop, and their kernels are joined. Only where the
-    /// file defines the method once (two classes of one file would share the flag) and the
-    /// method stands directly in a top-level class.
+    /// method is a check (each `return` gives a truth value), the file defines it once (two
+    /// classes of one file would share the flag) and it stands directly in a top-level class.
     fn class_capability(&self, name: &str, path: &str, hits: &[Hit]) -> Option<Vec<Hop>> {
         let defs = self.text.defs(name);
         let mut own = defs
@@ -283,7 +283,7 @@ impl Reader<'_> {
         // The method must stand directly in the class's body: one of its statements, at
         // that statement's own indentation (past its decorators).
         let parts = parsed.split(class_range)?;
-        let &(statement, _) = parts[1..]
+        let &(statement, statement_end) = parts[1..]
             .iter()
             .find(|&&(start, end)| start <= offset && offset < end)?;
         let first = statement
@@ -292,6 +292,19 @@ impl Reader<'_> {
                 .take_while(|b| b.is_ascii_whitespace())
                 .count();
         if line_indent(src, offset) != line_indent(src, first) {
+            return None;
+        }
+        // A check, not a method whose value merely carries the gate along (a `forward`
+        // returning a tensor a gated helper computed): every `return` gives a truth value.
+        let tree = parsed.parse(&[parts[0], (statement, statement_end)]);
+        let method = tree
+            .root_node()
+            .descendant_for_byte_range(offset, offset + 1)
+            .and_then(|n| {
+                std::iter::successors(Some(n), |n| n.parent())
+                    .find(|n| n.kind() == "function_definition")
+            })?;
+        if !returns_truth_values(method) {
             return None;
         }
         // The class and its subclasses in the same module that do not answer the check
@@ -364,9 +377,8 @@ impl Reader<'_> {
                 what,
             } = method;
             // Calls through `self.`/`cls.` run a method of the classes read whole (a hop of
-            // its own) or, where they have none of that name, the nearest base's of the
-            // class whose method makes the call;
-            // `super().` the nearest base's of the class that makes the call. Each inherited
+            // its own) or, where they have none of that name, the nearest base's; `super().`
+            // the nearest base's of the class whose method makes the call. Each inherited
             // method is read once.
             let through: Vec<(String, bool, String)> = found
                 .calls
@@ -1418,23 +1430,30 @@ fn starts_with_return(branch: Node) -> bool {
         .is_some_and(|n| n.kind() == "return_statement")
 }
 
-/// The name and node of the function around a node.
 /// The bases of a class statement (`class X(A, mod.B, metaclass=M):` gives `A`, `mod.B`),
 /// or `None` where the statement is no class. Read from the header's text: a base is a
 /// dotted name; keyword arguments and anything else are left out.
 fn class_header(statement: &[u8]) -> Option<Vec<String>> {
-    let mut lines = statement.split(|b| *b == b'\n');
-    let header = lines.find(|l| !l.trim_ascii_start().starts_with(b"@"))?;
-    let rest = header.trim_ascii_start().strip_prefix(b"class ")?;
+    // Past the decorators (one line each): the class's own header.
+    let mut at = 0;
+    loop {
+        let line_end = memchr::memchr(b'\n', &statement[at..]).map_or(statement.len(), |i| at + i);
+        if !statement[at..line_end].trim_ascii_start().starts_with(b"@") {
+            break;
+        }
+        at = (line_end + 1).min(statement.len());
+    }
+    at += statement[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_whitespace())
+        .count();
+    let rest = statement[at..].strip_prefix(b"class ")?;
     let open = rest.iter().position(|b| matches!(b, b'(' | b':'))?;
     if rest[open] == b':' {
         return Some(Vec::new());
     }
     // The bases may span lines: read on to the closing parenthesis.
-    let from = header.as_ptr() as usize - statement.as_ptr() as usize
-        + (header.len() - rest.len())
-        + open
-        + 1;
+    let from = at + b"class ".len() + open + 1;
     let mut depth = 1;
     let end = statement[from..].iter().position(|b| {
         match b {
@@ -1459,6 +1478,48 @@ fn class_header(statement: &[u8]) -> Option<Vec<String>> {
     )
 }
 
+/// Whether a function returns, at each of its own `return`s (not those of functions
+/// defined inside it), a comparison, a boolean operation, a negation, `True` or `False`,
+/// and has at least one.
+fn returns_truth_values(function: Node) -> bool {
+    let Some(body) = function.child_by_field_name("body") else {
+        return false;
+    };
+    let mut stack = vec![body];
+    let mut returns = 0;
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "return_statement" => {
+                let mut value = node.named_child(0);
+                while let Some(inner) = value.filter(|v| v.kind() == "parenthesized_expression") {
+                    value = inner.named_child(0);
+                }
+                let truth = value.is_some_and(|v| {
+                    matches!(
+                        v.kind(),
+                        "comparison_operator"
+                            | "boolean_operator"
+                            | "not_operator"
+                            | "true"
+                            | "false"
+                    )
+                });
+                if !truth {
+                    return false;
+                }
+                returns += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    returns > 0
+}
+
+/// The name and node of the function around a node.
 fn enclosing_function(node: Node) -> Option<(Node, Node)> {
     let mut up = node.parent();
     while let Some(n) = up {
@@ -1553,4 +1614,63 @@ fn conjunct_polarity(node: Node, root: Node) -> Option<bool> {
         current = parent;
     }
     Some(negated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{class_header, returns_truth_values};
+
+    /// `returns_truth_values` of the first function in `src`.
+    fn truth(src: &str) -> bool {
+        let tree = crate::syntax::parse(src.as_bytes());
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let function = root
+            .named_children(&mut cursor)
+            .find(|n| n.kind() == "function_definition")
+            .expect("a function");
+        returns_truth_values(function)
+    }
+
+    #[test]
+    fn a_check_returns_truth_values_and_a_forward_does_not() {
+        assert!(truth(
+            "def f(p):\n    if not p.is_cuda():\n        return False\n    return (\n        p.major == 10 or p.major == 12\n    )\n"
+        ));
+        assert!(truth("def f(c):\n    return not (c.major < 9)\n"));
+        // A value carried along, a name holding it, no return at all.
+        assert!(!truth("def forward(self, x):\n    return self.impl(x)\n"));
+        assert!(!truth("def f(c):\n    ok = c.major == 10\n    return ok\n"));
+        assert!(!truth("def f(c):\n    print(c)\n"));
+        // A nested function's returns are its own.
+        assert!(!truth(
+            "def f(c):\n    def inner():\n        return True\n    return inner\n"
+        ));
+    }
+
+    fn bases(src: &str) -> Option<Vec<String>> {
+        class_header(src.as_bytes())
+    }
+
+    #[test]
+    fn a_class_header_names_its_dotted_bases() {
+        assert_eq!(
+            bases("class X(A, mod.B, metaclass=M):\n    pass\n"),
+            Some(vec!["A".to_string(), "mod.B".to_string()])
+        );
+        assert_eq!(
+            bases(
+                "@dataclass\n@register('x')\nclass X(\n    Base,\n    Generic[T],\n):\n    x = 1\n"
+            ),
+            Some(vec!["Base".to_string()])
+        );
+        assert_eq!(bases("class X:\n    pass\n"), Some(Vec::new()));
+        assert_eq!(
+            bases("    class Nested(Base):\n        pass\n"),
+            Some(vec!["Base".to_string()])
+        );
+        assert_eq!(bases("def f(x):\n    return x\n"), None);
+        assert_eq!(bases("classify = 1\n"), None);
+        assert_eq!(bases("@decorator\n"), None);
+    }
 }
