@@ -65,7 +65,8 @@ pub struct Facts {
     /// that may fail): what it skips is decided too.
     pub leaves: Option<u32>,
     /// The functions it defines inside itself (`def _per_expert(...)` in an `__init__`), by
-    /// name, with the byte where each `def` starts: a call of one runs that body.
+    /// name, with the byte where each definition starts (`def`, or `async` before it): a
+    /// call of one runs that body.
     pub local_functions: Vec<(String, usize)>,
 }
 

@@ -8,9 +8,8 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use rayon::prelude::*;
 
 use super::code::{
-    Code, Condition, Facts, FileCache, FlagKey, Parsed, body_facts_at, code_after_branch,
-    decorated_with, file_of_module, gated_branch, line_indent, line_of, star_imports, text,
-    undecorated,
+    Code, Condition, Facts, FileCache, FlagKey, Parsed, code_after_branch, decorated_with,
+    file_of_module, gated_branch, line_indent, line_of, star_imports, text, undecorated,
 };
 use super::flow::{Guard, Hop, Reader};
 use super::site_text::{Hit, SiteText};
@@ -1112,38 +1111,6 @@ impl Linker<'_> {
                 guards.sort();
                 guards.dedup();
             }
-            // A function the followed code defines inside itself: its body, read where it
-            // stands (the last definition of the name, as at the call).
-            if let Some(&(_, at)) = facts.local_functions.iter().rev().find(|(n, _)| n == call) {
-                let id = format!("{}:{}", file_of_module(parsed), line_of(&parsed.src, at));
-                if depth + 1 >= MAX_HOPS {
-                    search
-                        .unfollowed
-                        .add(|| format!("`{id}` is past {MAX_HOPS} hops"));
-                } else if !search.visited.insert(id.clone()) {
-                    // Followed already on this search.
-                } else if let Some(body) = body_facts_at(parsed, at) {
-                    let mut next_chain = chain.to_vec();
-                    next_chain.push(format!("calls {id} (the local function {call})"));
-                    self.follow(
-                        parsed,
-                        &body,
-                        &next_chain,
-                        dist,
-                        &Reach {
-                            depth: depth + 1,
-                            conditional,
-                            guards,
-                        },
-                        search,
-                    );
-                } else {
-                    search
-                        .unfollowed
-                        .add(|| format!("the definition of `{id}` could not be read"));
-                }
-                continue;
-            }
             if let Some(library) = self.torch_op_library(call) {
                 let mut chain = chain.to_vec();
                 chain.push(format!("calls native op {call}"));
@@ -1160,8 +1127,8 @@ impl Linker<'_> {
                 // `torch.bincount(...)` is torch's, whatever the site defines by that name.
                 self.resolve(parsed, call).map(|(m, f)| Callee::Named(m, f))
             } else {
-                self.resolve(parsed, call)
-                    .map(|(m, f)| Callee::Named(m, f))
+                self.local_function(parsed, facts, call)
+                    .or_else(|| self.resolve(parsed, call).map(|(m, f)| Callee::Named(m, f)))
                     .or_else(|| self.resolve_by_name(parsed, call))
                     .or_else(|| {
                         // `self._extend_fn(...)` after `self._extend_fn = chunk_fwd`: the
@@ -1706,6 +1673,26 @@ impl Linker<'_> {
             }
             None => None,
         }
+    }
+
+    /// A function the followed code defines inside itself (`def _per_expert(...)` in an
+    /// `__init__`), called by its name: the last definition of it there, as at the call.
+    fn local_function(&self, parsed: &Parsed, facts: &Facts, call: &str) -> Option<Callee> {
+        let &(_, at) = facts
+            .local_functions
+            .iter()
+            .rev()
+            .find(|(n, _)| n == call)?;
+        // The site's index of definitions points at `def`, past an `async `.
+        let (file, offset) = self.text.defs(call).iter().copied().find(|&(f, o)| {
+            self.text.files[f].module.as_deref() == Some(parsed.module.as_str())
+                && (o == at || o == at + "async ".len())
+        })?;
+        Some(Callee::At {
+            file,
+            offset,
+            how: format!("the local function {call}"),
+        })
     }
 
     /// The module and member a global of `parsed` imports lazily: a top-level
