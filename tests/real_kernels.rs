@@ -366,3 +366,104 @@ fn host_code_from_items_matches(wheel: &str) {
         differing.first()
     );
 }
+
+/// flashinfer 0.7.2 as a fork publishes it under another name: the package folder renamed
+/// and every `flashinfer` word of its Python (imports, module paths) and of its RECORD
+/// rewritten; the C++ sources, headers and data stay where the package keeps them, below
+/// the new folder. What gatefix reads of a JIT build must not depend on the name: the
+/// rules name flashinfer's folders as published (`flashinfer/data/csrc`), and a fork's
+/// builds compile its own copy of them.
+fn renamed_fork(site: &std::path::Path, old: &str, new: &str) {
+    fn rename_words(text: &str, old: &str, new: &str) -> String {
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find(old) {
+            let before = rest[..at].chars().next_back();
+            let after = rest[at + old.len()..].chars().next();
+            out.push_str(&rest[..at]);
+            if before.is_some_and(is_word) || after.is_some_and(is_word) {
+                out.push_str(old);
+            } else {
+                out.push_str(new);
+            }
+            rest = &rest[at + old.len()..];
+        }
+        out.push_str(rest);
+        out
+    }
+    std::fs::rename(site.join(old), site.join(new)).unwrap();
+    let mut rewritten = 0;
+    for entry in walkdir::WalkDir::new(site) {
+        let path = entry.unwrap().into_path();
+        let is_python = path.extension().is_some_and(|e| e == "py");
+        let is_record = path
+            .file_name()
+            .is_some_and(|n| n == "RECORD" || n == "top_level.txt");
+        if !(is_python || is_record) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let renamed = rename_words(&text, old, new);
+        if renamed != text {
+            std::fs::write(&path, renamed).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten > 100, "only {rewritten} files name {old}");
+}
+
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn a_renamed_fork_of_flashinfer_072_gets_the_same_kernel_answers() {
+    let fork = wheel_site(&["flashinfer_python-0.7.2-"]);
+    renamed_fork(fork.path(), "flashinfer", "flashinfer_fork");
+    let mut args = vec![
+        "kernels".to_string(),
+        fork.path().display().to_string(),
+        "--format".into(),
+        "json".into(),
+    ];
+    let targets = ["sm_90", "sm_100", "sm_120"];
+    for target in targets {
+        args.push("--target".into());
+        args.push(target.into());
+    }
+    let forked = common::gatefix_json(args);
+    let original = flashinfer_072();
+    let generators = original["generators"].as_array().unwrap();
+    assert!(generators.len() > 50, "{}", generators.len());
+    let mut compared = 0;
+    for generator in generators {
+        let id = generator["id"].as_str().unwrap();
+        let forked_id = id.replacen("flashinfer.", "flashinfer_fork.", 1);
+        for target in targets {
+            let before = layers(original, id, target);
+            let after = layers(&forked, &forked_id, target);
+            let verdicts = |l: &Layered| {
+                l.layers
+                    .iter()
+                    .map(|x| (x.layer.clone(), x.verdict.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                (before.answer.as_str(), verdicts(&before)),
+                (after.answer.as_str(), verdicts(&after)),
+                "{id} at {target}: {:?} in the fork, {:?} in flashinfer",
+                after.layers,
+                before.layers
+            );
+            compared += 1;
+        }
+    }
+    // The layers that read sources decided something: the comparison is not of unknowns.
+    let sm120 = layers(
+        &forked,
+        &COMM.replacen("flashinfer.", "flashinfer_fork.", 1),
+        "sm_120",
+    );
+    assert_eq!(layer(&sm120, "L3").verdict, "yes", "{sm120:?}");
+    assert!(compared > 150, "{compared}");
+}

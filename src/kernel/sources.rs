@@ -3,7 +3,9 @@
 //! bound to lists in that function), each element a path built from a declared source folder
 //! constant (`jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu"`). `#include`s are then
 //! followed inside the site (quoted ones from the including folder first, `<...>` ones in the
-//! declared include folders) (bounded, each file once, so cycles end).
+//! declared include folders) (bounded, each file once, so cycles end). The declared folders
+//! are the published package's; a fork or vendored copy under another name reads its own
+//! (`beside`).
 //!
 //! Nothing is guessed: an element gatefix cannot resolve is listed as unresolved, and a
 //! generator with no resolved source says so.
@@ -140,6 +142,19 @@ pub fn generator_sources(
         ));
         return set;
     }
+    // A declared folder constant, where the module that defines it lies (a fork's own copy).
+    let imports = crate::gate::index::module_name(Path::new(file))
+        .map(|(module, is_package)| crate::gate::exports::from_imports(src, &module, is_package))
+        .unwrap_or_default();
+    let folder_of = |written: &str| -> Option<String> {
+        let name = written.rsplit('.').next().unwrap_or(written);
+        let (_, path) = rules.source_dirs.iter().find(|(n, _)| n == name)?;
+        Some(beside(
+            root,
+            path,
+            &defining_file(root, &imports, written, file),
+        ))
+    };
     let mut roots = BTreeSet::new();
     for (call, scope) in &calls {
         if set.spec_at.is_none() {
@@ -154,7 +169,7 @@ pub fn generator_sources(
             continue;
         };
         let mut elements = Vec::new();
-        expand(sources, *scope, src, &rules.source_dirs, &mut elements, 0);
+        expand(sources, *scope, src, &folder_of, &mut elements, 0);
         for element in elements {
             match element {
                 Element::Path(path) => {
@@ -323,7 +338,7 @@ fn expand(
     node: Node,
     scope: Node,
     src: &[u8],
-    dirs: &[(String, String)],
+    dirs: &dyn Fn(&str) -> Option<String>,
     out: &mut Vec<Element>,
     depth: usize,
 ) {
@@ -398,8 +413,13 @@ fn operator<'a>(node: Node, src: &'a [u8]) -> Option<&'a str> {
         .map(|o| node_text(o, src))
 }
 
-/// `DIR / "a" / "b.cu"` with DIR a declared folder constant.
-fn path_of(node: Node, src: &[u8], dirs: &[(String, String)], depth: usize) -> Option<String> {
+/// `DIR / "a" / "b.cu"` with DIR a declared folder constant (`dirs` gives its folder).
+fn path_of(
+    node: Node,
+    src: &[u8],
+    dirs: &dyn Fn(&str) -> Option<String>,
+    depth: usize,
+) -> Option<String> {
     if depth > 32 {
         return None;
     }
@@ -413,11 +433,7 @@ fn path_of(node: Node, src: &[u8], dirs: &[(String, String)], depth: usize) -> O
             };
             Some(format!("{left}/{part}"))
         }
-        "identifier" | "attribute" => {
-            let text = node_text(node, src);
-            let last = text.rsplit('.').next()?;
-            dirs.iter().find(|(n, _)| n == last).map(|(_, p)| p.clone())
-        }
+        "identifier" | "attribute" => dirs(node_text(node, src)),
         "parenthesized_expression" => path_of(node.named_child(0)?, src, dirs, depth + 1),
         _ => None,
     }
@@ -491,6 +507,63 @@ fn bindings<'t>(scope: Node<'t>, src: &[u8], name: &str, before: usize) -> Vec<N
 }
 
 /// `a/b/../c` → `a/c`; `None` when it leaves the site.
+/// The site-relative file of the module that defines the constant `written` names
+/// (`jit_env.FLASHINFER_CSRC_DIR` after `from . import env as jit_env`, or a name imported
+/// from the module itself), read from the generator's `from` imports; the generator's own
+/// file where they do not say.
+fn defining_file(
+    root: &Path,
+    imports: &[crate::gate::exports::FromImport],
+    written: &str,
+    generator: &str,
+) -> String {
+    let (head, attribute) = match written.split_once('.') {
+        Some((head, _)) => (head, true),
+        None => (written, false),
+    };
+    imports
+        .iter()
+        .rev()
+        .find_map(|statement| {
+            let (member, _) = statement.names.iter().find(|(_, local)| local == head)?;
+            // `from pkg import env as jit_env` then `jit_env.X`: the module `pkg.env`;
+            // `from pkg.env import X`: the module `pkg.env`.
+            let module = if attribute {
+                format!("{}.{member}", statement.module)
+            } else {
+                statement.module.clone()
+            };
+            let base = module.replace('.', "/");
+            [format!("{base}.py"), format!("{base}/__init__.py")]
+                .into_iter()
+                .find(|candidate| root.join(candidate).is_file())
+        })
+        .unwrap_or_else(|| generator.to_string())
+}
+
+/// A folder a rule names in a package as published (`flashinfer/data/csrc`), as it lies
+/// beside the site-relative `file`: in the published package (`file` under `flashinfer/`)
+/// the rule's path; in a fork or a vendored copy under another name (`flashinfer_fork/`,
+/// `vendor/third_party/flashinfer/`) the same folder below that copy's own root, the
+/// nearest folder above `file` that holds it, so the copy's builds read the copy's sources
+/// and headers; the rule's path where no such folder exists.
+fn beside(root: &Path, rule_path: &str, file: &str) -> String {
+    let Some((top, below)) = rule_path.split_once('/') else {
+        return rule_path.to_string();
+    };
+    if file
+        .strip_prefix(top)
+        .is_some_and(|rest| rest.starts_with('/'))
+    {
+        return rule_path.to_string();
+    }
+    std::iter::successors(Path::new(file).parent(), |folder| folder.parent())
+        .map(|folder| folder.join(below))
+        .find(|candidate| root.join(candidate).is_dir())
+        .and_then(|candidate| normalize(&candidate.to_string_lossy()))
+        .unwrap_or_else(|| rule_path.to_string())
+}
+
 pub fn normalize(path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for component in Path::new(path).components() {
@@ -532,14 +605,23 @@ pub fn file_includes(root: &Path, rules: &LayerRules, file: &str) -> FileInclude
         .parent()
         .map(PathBuf::from)
         .unwrap_or_default();
+    let include_dirs: Vec<String> = rules
+        .include_dirs
+        .iter()
+        .map(|d| beside(root, d, file))
+        .collect();
+    let external_dirs: Vec<String> = rules
+        .external_include_dirs
+        .iter()
+        .map(|d| beside(root, d, file))
+        .collect();
     for include in super::cpp::includes(&text, &dirs) {
         let mut candidates = Vec::new();
         if !include.angled {
             candidates.push(folder.join(&include.path));
         }
         candidates.extend(
-            rules
-                .include_dirs
+            include_dirs
                 .iter()
                 .map(|d| Path::new(d).join(&include.path)),
         );
@@ -550,7 +632,7 @@ pub fn file_includes(root: &Path, rules: &LayerRules, file: &str) -> FileInclude
         match found {
             Some(path) => out.found.push(path),
             None => {
-                let external = rules.external_include_dirs.iter().any(|d| {
+                let external = external_dirs.iter().any(|d| {
                     normalize(&Path::new(d).join(&include.path).to_string_lossy())
                         .is_some_and(|p| root.join(p).is_file())
                 });
@@ -659,5 +741,95 @@ mod tests {
             assert!(file.function(tree, "no_such_function").is_none());
         }
         assert!(names > 400, "{names} names");
+    }
+
+    /// A generator of a fork (the package under another name) or of a vendored copy reads
+    /// the copy's sources and headers, found below the copy's own root where the rules name
+    /// them in the published package; the published package reads its own; with both in one
+    /// site, each reads its own.
+    #[test]
+    fn a_renamed_or_vendored_copy_reads_its_own_sources_and_headers() {
+        let site = tempfile::tempdir().unwrap();
+        let root = site.path();
+        let generator = "from . import env as jit_env\n\n\
+                         def gen_k_module():\n    \
+                         return gen_jit_spec(\"k\", [jit_env.KERNEL_DIR / \"k.cu\"])\n";
+        for package in [
+            "flashinfer",
+            "flashinfer_fork",
+            "vendor/third_party/flashinfer",
+        ] {
+            let write = |relative: &str, text: &str| {
+                let path = root.join(package).join(relative);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            };
+            write("jit/gen.py", generator);
+            write("jit/env.py", "KERNEL_DIR = _root / \"data\" / \"csrc\"\n");
+            write(
+                "data/csrc/k.cu",
+                "#include \"lib/h.cuh\"\n#include \"cutlass/c.h\"\n",
+            );
+            write("data/include/lib/h.cuh", "// the header\n");
+            write(
+                "data/cutlass/include/cutlass/c.h",
+                "// an external header\n",
+            );
+        }
+        let rules = LayerRules {
+            spec_calls: vec!["gen_jit_spec".into()],
+            source_dirs: vec![("KERNEL_DIR".into(), "flashinfer/data/csrc".into())],
+            include_dirs: vec!["flashinfer/data/include".into()],
+            external_include_dirs: vec!["flashinfer/data/cutlass/include".into()],
+            ..LayerRules::default()
+        };
+        let includes_of = |path: &str| std::sync::Arc::new(file_includes(root, &rules, path));
+        for package in [
+            "flashinfer",
+            "flashinfer_fork",
+            "vendor/third_party/flashinfer",
+        ] {
+            let file = format!("{package}/jit/gen.py");
+            let generated = GeneratorFile::read(root, &file);
+            let set = generator_sources(
+                root,
+                &generated,
+                &file,
+                "gen_k_module",
+                &rules,
+                &includes_of,
+            );
+            assert_eq!(set.roots, [format!("{package}/data/csrc/k.cu")], "{set:?}");
+            assert_eq!(
+                set.files,
+                [
+                    format!("{package}/data/csrc/k.cu"),
+                    format!("{package}/data/include/lib/h.cuh")
+                ],
+                "{set:?}"
+            );
+            assert_eq!(set.external_includes, 1, "{set:?}");
+            assert!(set.missing_includes.is_empty(), "{set:?}");
+        }
+        // Another package's generator that builds with flashinfer's constant reads
+        // flashinfer's folder, not a folder of its own of the same name.
+        std::fs::create_dir_all(root.join("other/jit")).unwrap();
+        std::fs::create_dir_all(root.join("other/data/csrc")).unwrap();
+        std::fs::write(root.join("other/data/csrc/k.cu"), "// not this one\n").unwrap();
+        std::fs::write(
+            root.join("other/jit/gen.py"),
+            generator.replace("from . import env", "from flashinfer.jit import env"),
+        )
+        .unwrap();
+        let file = "other/jit/gen.py";
+        let generated = GeneratorFile::read(root, file);
+        let set = generator_sources(root, &generated, file, "gen_k_module", &rules, &includes_of);
+        assert_eq!(set.roots, ["flashinfer/data/csrc/k.cu"], "{set:?}");
+        // No copy of the folder beside the generator: the rule's own path.
+        std::fs::remove_dir_all(root.join("flashinfer_fork/data/csrc")).unwrap();
+        let file = "flashinfer_fork/jit/gen.py";
+        let generated = GeneratorFile::read(root, file);
+        let set = generator_sources(root, &generated, file, "gen_k_module", &rules, &includes_of);
+        assert_eq!(set.roots, ["flashinfer/data/csrc/k.cu"], "{set:?}");
     }
 }
