@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::Digest;
 
+mod relocate;
+
 use crate::error::{Error, Result};
 use crate::gate::ir::Expr;
 use crate::gate::lower::lower_expression;
@@ -436,30 +438,71 @@ pub struct Rules {
     pub quiet: QuietCalls,
     pub own_kernels: OwnKernels,
     pub files: Vec<PathBuf>,
+    /// `(published, copy)`: the rules written for `published` read as `copy`'s in this site
+    /// (`load_for_site`).
+    pub relocations: Vec<(String, String)>,
     /// SHA-256 of each file's path and text, in load order: what a cached result was computed
     /// under (`digest`).
     sources: Vec<[u8; 32]>,
+}
+
+/// The rule files' names and texts: the embedded ones, or every `*.toml` in `dir`.
+fn rule_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
+    match dir {
+        None => Ok(EMBEDDED
+            .iter()
+            .map(|(name, text)| (PathBuf::from(name), text.to_string()))
+            .collect()),
+        Some(dir) => toml_files(dir)?
+            .into_iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).map_err(|e| Error::Input {
+                    message: format!("cannot read rule file {}: {e}", path.display()),
+                })?;
+                Ok((path, text))
+            })
+            .collect(),
+    }
 }
 
 impl Rules {
     /// The embedded rules, or every `*.toml` in `dir` when given.
     pub fn load(dir: Option<&Path>) -> Result<Rules> {
         let mut rules = Rules::default();
-        match dir {
-            None => {
-                for (name, text) in EMBEDDED {
-                    rules.add_file(Path::new(name), text)?;
-                }
-            }
-            Some(dir) => {
-                for path in toml_files(dir)? {
-                    let text = std::fs::read_to_string(&path).map_err(|e| Error::Input {
-                        message: format!("cannot read rule file {}: {e}", path.display()),
-                    })?;
-                    rules.add_file(&path, &text)?;
-                }
-            }
+        for (path, text) in rule_texts(dir)? {
+            rules.add_file(&path, &text)?;
         }
+        Ok(rules)
+    }
+
+    /// [`Rules::load`] for one site: where the site holds a fork or copy of a package the
+    /// rules name, under another top-level name, the rules apply to it and to the
+    /// distribution that installs it (`relocate`), and stderr says so once.
+    pub fn load_for_site(dir: Option<&Path>, site: &crate::site::Site) -> Result<Rules> {
+        let texts = rule_texts(dir)?;
+        let relocations =
+            relocate::relocations(texts.iter().map(|(_, text)| text.as_str()), &site.root);
+        // The copy's distribution takes the `dist = ...` rules of the published one.
+        let dists = relocate::dist_renames(
+            texts.iter().map(|(_, text)| text.as_str()),
+            &relocations,
+            |name| site.distributions.iter().any(|d| d.name == name),
+            |copy| {
+                site.owner(&format!("{copy}/__init__.py"))
+                    .map(|d| d.name.clone())
+            },
+        );
+        let mut rules = Rules::default();
+        for (path, text) in &texts {
+            let text = relocate::rewrite_dists(&relocate::rewrite(text, &relocations), &dists);
+            rules.add_file(path, &text)?;
+        }
+        for (published, copy) in &relocations {
+            eprintln!(
+                "gatefix: `{copy}` has the layout of `{published}`, which this site does not hold: the rules for `{published}` apply to it"
+            );
+        }
+        rules.relocations = relocations;
         Ok(rules)
     }
 

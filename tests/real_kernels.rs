@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use common::fixture::{run, stdout, wheel_site};
+use common::fixture::{renamed_fork, run, stdout, wheel_site};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -365,54 +365,6 @@ fn host_code_from_items_matches(wheel: &str) {
         differing.len(),
         differing.first()
     );
-}
-
-/// flashinfer 0.7.2 as a fork publishes it under another name: the package folder renamed
-/// and every `flashinfer` word of its Python (imports, module paths) and of its RECORD
-/// rewritten; the C++ sources, headers and data stay where the package keeps them, below
-/// the new folder. What gatefix reads of a JIT build must not depend on the name: the
-/// rules name flashinfer's folders as published (`flashinfer/data/csrc`), and a fork's
-/// builds compile its own copy of them.
-fn renamed_fork(site: &std::path::Path, old: &str, new: &str) {
-    fn rename_words(text: &str, old: &str, new: &str) -> String {
-        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find(old) {
-            let before = rest[..at].chars().next_back();
-            let after = rest[at + old.len()..].chars().next();
-            out.push_str(&rest[..at]);
-            if before.is_some_and(is_word) || after.is_some_and(is_word) {
-                out.push_str(old);
-            } else {
-                out.push_str(new);
-            }
-            rest = &rest[at + old.len()..];
-        }
-        out.push_str(rest);
-        out
-    }
-    std::fs::rename(site.join(old), site.join(new)).unwrap();
-    let mut rewritten = 0;
-    for entry in walkdir::WalkDir::new(site) {
-        let path = entry.unwrap().into_path();
-        let is_python = path.extension().is_some_and(|e| e == "py");
-        let is_record = path
-            .file_name()
-            .is_some_and(|n| n == "RECORD" || n == "top_level.txt");
-        if !(is_python || is_record) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let renamed = rename_words(&text, old, new);
-        if renamed != text {
-            std::fs::write(&path, renamed).unwrap();
-            rewritten += 1;
-        }
-    }
-    assert!(rewritten > 100, "only {rewritten} files name {old}");
 }
 
 #[test]

@@ -373,3 +373,96 @@ fn sglang_0522_cute_dsl_prefill_checks_are_traps_that_0523_narrowed_to_walls() {
         }
     }
 }
+
+/// A fork that publishes sglang 0.5.23 and flashinfer 0.7.2 under other names (folders,
+/// imports, module paths, distributions and RECORDs renamed) audits as the originals do:
+/// every gate, with
+/// the same form and the same admission and verdict at every target. The rules name the
+/// published packages (`rules/links.toml`'s `flashinfer.jit.fused_moe` generators,
+/// `rules/sglang.toml`'s platform probe table, `rules/flashinfer.toml`'s
+/// `version_at_least`, `rules/kernels.toml`'s `flashinfer/data/csrc`); a site whose package
+/// has their layout under another name gets them, and the copy's distribution gets the
+/// `dist = "..."` rules of the published one. Before, 67 admissions and 59 verdicts at sm_120
+/// moved (`get_platform().is_sm90` unknown, JIT sources not found, backends not linked).
+#[test]
+#[ignore = "needs the pinned wheels: ci/fetch-wheels.sh"]
+fn a_renamed_fork_of_sglang_0523_and_flashinfer_072_audits_as_the_originals() {
+    let wheels = ["sglang-0.5.23-", "flashinfer_python-0.7.2-"];
+    let original = audit_wheels(&wheels);
+    let fork = common::fixture::wheel_site(&wheels);
+    for package in ["sglang", "flashinfer"] {
+        common::fixture::renamed_fork(fork.path(), package, &format!("{package}_fork"));
+    }
+    let mut args = vec!["audit".to_string(), fork.path().display().to_string()];
+    for target in common::audits::TARGETS {
+        args.extend(["--target".to_string(), target.to_string()]);
+    }
+    args.extend(
+        [
+            "--cuda",
+            "12.8",
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+            "--no-cache",
+        ]
+        .map(String::from),
+    );
+    let forked = common::gatefix_json(args);
+    let published = |file: &str| {
+        ["sglang", "flashinfer"]
+            .iter()
+            .find_map(|p| {
+                file.strip_prefix(&format!("{p}_fork/"))
+                    .map(|rest| format!("{p}/{rest}"))
+            })
+            .unwrap_or_else(|| file.to_string())
+    };
+    type Row = (String, String, String, String);
+    let rows = |doc: &Value, rename: bool| -> BTreeMap<(String, u64, u64, String), Row> {
+        doc["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                let file = g["file"].as_str().unwrap();
+                let file = if rename {
+                    published(file)
+                } else {
+                    file.to_string()
+                };
+                let key = (
+                    file,
+                    g["line"].as_u64().unwrap(),
+                    g["column"].as_u64().unwrap(),
+                    g["form"].as_str().unwrap().to_string(),
+                );
+                let at = |field: &str, target: &str| g[field][target].to_string();
+                (
+                    key,
+                    (
+                        at("admits", "sm_120"),
+                        at("verdict", "sm_120"),
+                        at("admits", "sm_100"),
+                        at("verdict", "sm_90"),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let (before, after) = (rows(&original, false), rows(&forked, true));
+    assert!(before.len() > 3_000, "{}", before.len());
+    let moved: Vec<_> = before
+        .iter()
+        .filter(|(key, row)| after.get(*key) != Some(*row))
+        .map(|(key, row)| (key, row, after.get(key)))
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "{} gates differ, the first: {:#?}",
+        moved.len(),
+        &moved[..moved.len().min(20)]
+    );
+    assert_eq!(before.len(), after.len());
+}

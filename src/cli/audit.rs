@@ -258,7 +258,7 @@ pub fn analyse(
     if let Some(warning) = History::interrupted_warning(&site.root) {
         eprintln!("gatefix: warning: {warning}");
     }
-    let rules = Rules::load(targets.rules.as_deref())?;
+    let rules = Rules::load_for_site(targets.rules.as_deref(), &site)?;
     let cuda = cuda_version(targets, &site)?;
     let cache = match cache {
         Some(args) => Cache::open(&args.settings(), &site.root)?,

@@ -62,7 +62,7 @@ pub fn run(args: KernelsArgs) -> Result<i32> {
         path => {
             let root = discover(path)?;
             let site = Site::open(&root)?;
-            let rules = Rules::load(args.rules.as_deref())?;
+            let rules = Rules::load_for_site(args.rules.as_deref(), &site)?;
             let options = ScanOptions {
                 kernel_sources: true,
                 ..ScanOptions::default()

@@ -143,3 +143,60 @@ pub fn wheel_site(prefixes: &[&str]) -> tempfile::TempDir {
     }
     site
 }
+
+/// The package `old` of an unzipped site as a fork publishes it under another name: its
+/// folder and its distribution renamed, and every whole word `old` of the site's Python
+/// (imports, module paths, strings) and of its METADATA (`Name: sglang_fork`,
+/// `flashinfer_fork-python`), RECORD and top_level.txt rewritten to `new`; C++ sources,
+/// headers and data stay where the package keeps them, below the new folder.
+pub fn renamed_fork(site: &Path, old: &str, new: &str) {
+    fn rename_words(text: &str, old: &str, new: &str) -> String {
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find(old) {
+            let before = rest[..at].chars().next_back();
+            let after = rest[at + old.len()..].chars().next();
+            out.push_str(&rest[..at]);
+            if before.is_some_and(is_word) || after.is_some_and(is_word) {
+                out.push_str(old);
+            } else {
+                out.push_str(new);
+            }
+            rest = &rest[at + old.len()..];
+        }
+        out.push_str(rest);
+        out
+    }
+    std::fs::rename(site.join(old), site.join(new)).unwrap();
+    // Its distribution too: `sglang-0.5.23.dist-info` (a `flashinfer_python-...` folder
+    // keeps its name, as RECORD's lines of it do).
+    for entry in std::fs::read_dir(site).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(rest) = name.strip_prefix(&format!("{old}-"))
+            && name.ends_with(".dist-info")
+        {
+            std::fs::rename(site.join(&name), site.join(format!("{new}-{rest}"))).unwrap();
+        }
+    }
+    let mut rewritten = 0;
+    for entry in walkdir::WalkDir::new(site) {
+        let path = entry.unwrap().into_path();
+        let is_python = path.extension().is_some_and(|e| e == "py");
+        let is_record = path
+            .file_name()
+            .is_some_and(|n| n == "RECORD" || n == "top_level.txt" || n == "METADATA");
+        if !(is_python || is_record) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let renamed = rename_words(&text, old, new);
+        if renamed != text {
+            std::fs::write(&path, renamed).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten > 100, "only {rewritten} files name {old}");
+}
