@@ -482,13 +482,25 @@ impl Rules {
         let texts = rule_texts(dir)?;
         let relocations =
             relocate::relocations(texts.iter().map(|(_, text)| text.as_str()), &site.root);
-        // The copy's distribution takes the `dist = ...` rules of the published one.
+        // The distribution that installs the package (or its copy) takes the `dist = ...`
+        // rules of the published one.
         let dists = relocate::dist_renames(
             texts.iter().map(|(_, text)| text.as_str()),
-            &relocations,
             |name| site.distributions.iter().any(|d| d.name == name),
-            |copy| {
-                site.owner(&format!("{copy}/__init__.py"))
+            |package| match relocations
+                .iter()
+                .find(|(published, _)| published == package)
+            {
+                Some((_, copy)) => Some(copy.clone()),
+                None => site
+                    .root
+                    .join(package)
+                    .join("__init__.py")
+                    .is_file()
+                    .then(|| package.to_string()),
+            },
+            |holder| {
+                site.owner(&format!("{holder}/__init__.py"))
                     .map(|d| d.name.clone())
             },
         );
@@ -500,6 +512,11 @@ impl Rules {
         for (published, copy) in &relocations {
             eprintln!(
                 "gatefix: `{copy}` has the layout of `{published}`, which this site does not hold: the rules for `{published}` apply to it"
+            );
+        }
+        for (published, installed) in &dists {
+            eprintln!(
+                "gatefix: the rules for the distribution `{published}` apply to `{installed}`, which installs its package here"
             );
         }
         rules.relocations = relocations;

@@ -92,15 +92,17 @@ pub fn rewrite(text: &str, relocations: &[(String, String)]) -> String {
     out
 }
 
-/// The distribution names the rules give for the published packages (`dist =
+/// The distribution names the rules give for published packages (`dist =
 /// "flashinfer-python"`: a name whose first word is the package's) that no distribution of
-/// the site has, each with the name of the distribution that installs the copy
-/// (`copy_dist`, from the site's RECORDs), where one does.
+/// the site has, each with the name of the distribution that installs the package in this
+/// site (`holder`: the package itself, or its copy under another name; `dist_of`: the
+/// distribution whose RECORD has it), where that is another name: a fork that keeps the
+/// package's name and publishes it as `sglang-custom` gets the rules for `sglang`.
 pub fn dist_renames<'t>(
     texts: impl IntoIterator<Item = &'t str>,
-    relocations: &[(String, String)],
     installed: impl Fn(&str) -> bool,
-    copy_dist: impl Fn(&str) -> Option<String>,
+    holder: impl Fn(&str) -> Option<String>,
+    dist_of: impl Fn(&str) -> Option<String>,
 ) -> Vec<(String, String)> {
     let mut named: BTreeSet<String> = BTreeSet::new();
     for text in texts {
@@ -120,19 +122,15 @@ pub fn dist_renames<'t>(
             }
         }
     }
-    let mut out = Vec::new();
-    for (published, copy) in relocations {
-        let Some(to) = copy_dist(copy) else {
-            continue;
-        };
-        for name in &named {
-            let first = name.split(['-', '_', '.']).next().unwrap_or(name);
-            if first.eq_ignore_ascii_case(published) && !installed(name) && *name != to {
-                out.push((name.clone(), to.clone()));
-            }
-        }
-    }
-    out
+    named
+        .into_iter()
+        .filter(|name| !installed(name))
+        .filter_map(|name| {
+            let package = name.split(['-', '_', '.']).next().unwrap_or(&name);
+            let to = dist_of(&holder(package)?)?;
+            (to != name).then_some((name, to))
+        })
+        .collect()
 }
 
 /// The rule text with each quoted distribution name `"from"` written `"to"`.
@@ -274,13 +272,13 @@ include_dirs = ["pkg/data/include", "pkg/data/*.h"]
     }
 
     #[test]
-    fn the_copy_s_distribution_takes_the_rules_of_the_published_one() {
-        let relocated = [("pkg".to_string(), "pkg_fork".to_string())];
+    fn the_distribution_that_installs_the_package_takes_the_rules_of_the_published_one() {
+        // The copy under another name, installed as `pkg-fork`.
         let renames = dist_renames(
             [RULES],
-            &relocated,
             |name| name == "pkg-other",
-            |copy| (copy == "pkg_fork").then(|| "pkg-fork".to_string()),
+            |package| (package == "pkg").then(|| "pkg_fork".to_string()),
+            |holder| (holder == "pkg_fork").then(|| "pkg-fork".to_string()),
         );
         assert_eq!(
             renames,
@@ -288,14 +286,27 @@ include_dirs = ["pkg/data/include", "pkg/data/*.h"]
         );
         let text = rewrite_dists(RULES, &renames);
         assert!(text.contains("dist = \"pkg-fork\""), "{text}");
-        // Installed under its own name: left as it is.
+        // The package under its own name, published as `pkg-custom`.
         let renames = dist_renames(
             [RULES],
-            &relocated,
+            |_| false,
+            |package| Some(package.to_string()),
+            |holder| (holder == "pkg").then(|| "pkg-custom".to_string()),
+        );
+        assert_eq!(
+            renames,
+            [("pkg-python".to_string(), "pkg-custom".to_string())]
+        );
+        // Installed under the published name, or not in the site: left as it is.
+        let installed = dist_renames(
+            [RULES],
             |n| n == "pkg-python",
+            |p| Some(p.into()),
             |_| Some("x".into()),
         );
-        assert!(renames.is_empty());
+        assert!(installed.is_empty());
+        let absent = dist_renames([RULES], |_| false, |_| None, |_| Some("x".into()));
+        assert!(absent.is_empty());
     }
 
     #[test]
