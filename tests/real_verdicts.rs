@@ -447,22 +447,7 @@ fn sglang_0523_and_flashinfer_072_published_as_other_distributions_audit_as_the_
 /// back by `published`), with the same form, admissions and verdicts.
 fn assert_audits_as(wheels: &[&str], fork: &Path, published: &dyn Fn(&str) -> String) {
     let original = audit_wheels(wheels);
-    let mut args = vec!["audit".to_string(), fork.display().to_string()];
-    for target in common::audits::TARGETS {
-        args.extend(["--target".to_string(), target.to_string()]);
-    }
-    args.extend(
-        [
-            "--cuda",
-            "12.8",
-            "--format",
-            "json",
-            "--fail-on",
-            "none",
-            "--no-cache",
-        ]
-        .map(String::from),
-    );
+    let args = common::audits::uncached_audit_args(fork);
     let forked = common::gatefix_json(args);
     // Every target's admission and verdict.
     type Row = (String, String);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::audits::{TARGETS, audit_wheels};
+use common::audits::audit_wheels;
 use common::fixture::wheel_site;
 
 use std::sync::{Arc, OnceLock};
@@ -409,23 +409,8 @@ fn sglang_0523_audit_does_not_depend_on_thread_count() {
     let gates_and_warnings =
         |doc: &Value| serde_json::json!({"gates": doc["gates"], "warnings": doc["warnings"]});
     let run = |threads: &str| -> Value {
-        let mut args = vec!["audit".to_string(), site.path().display().to_string()];
-        for target in TARGETS {
-            args.extend(["--target".to_string(), target.to_string()]);
-        }
         // Each run computes its own result: gatefix's cache would hand the second the first's.
-        args.extend(
-            [
-                "--cuda",
-                "12.8",
-                "--format",
-                "json",
-                "--fail-on",
-                "none",
-                "--no-cache",
-            ]
-            .map(String::from),
-        );
+        let args = common::audits::uncached_audit_args(site.path());
         let out = common::fixture::run_env(&args, &[("RAYON_NUM_THREADS", threads)]);
         assert!(out.status.success(), "{}", common::fixture::stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");

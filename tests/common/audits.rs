@@ -42,6 +42,28 @@ pub fn audit_wheels(prefixes: &[&str]) -> Arc<Value> {
     audit_wheels_with(prefixes, &args)
 }
 
+/// `audit SITE` with the shared audits' targets and options, uncached: each run computes its
+/// own result (gatefix's cache would hand a second run of one site the first's).
+pub fn uncached_audit_args(site: &Path) -> Vec<String> {
+    let mut args = vec!["audit".to_string(), site.display().to_string()];
+    for target in TARGETS {
+        args.extend(["--target".to_string(), target.to_string()]);
+    }
+    args.extend(
+        [
+            "--cuda",
+            "12.8",
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+            "--no-cache",
+        ]
+        .map(String::from),
+    );
+    args
+}
+
 /// As `audit_wheels`, with the arguments after the site given in full.
 pub fn audit_wheels_with(prefixes: &[&str], args: &[String]) -> Arc<Value> {
     let key = cache_key(prefixes, args);
