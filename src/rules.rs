@@ -441,6 +441,9 @@ pub struct Rules {
     /// `(published, copy)`: the rules written for `published` read as `copy`'s in this site
     /// (`load_for_site`).
     pub relocations: Vec<(String, String)>,
+    /// `(published, installed)`: the rules for the distribution `published` read as
+    /// `installed`'s in this site (`load_for_site`).
+    pub dist_renames: Vec<(String, String)>,
     /// SHA-256 of each file's path and text, in load order: what a cached result was computed
     /// under (`digest`).
     sources: Vec<[u8; 32]>,
@@ -504,23 +507,35 @@ impl Rules {
                     .map(|d| d.name.clone())
             },
         );
-        let mut rules = Rules::default();
+        let mut rules = Rules {
+            relocations,
+            dist_renames: dists,
+            ..Rules::default()
+        };
         for (path, text) in &texts {
-            let text = relocate::rewrite_dists(&relocate::rewrite(text, &relocations), &dists);
+            let text = rules.relocated_text(text);
             rules.add_file(path, &text)?;
         }
-        for (published, copy) in &relocations {
+        for (published, copy) in &rules.relocations {
             eprintln!(
                 "gatefix: `{copy}` has the layout of `{published}`, which this site does not hold: the rules for `{published}` apply to it"
             );
         }
-        for (published, installed) in &dists {
+        for (published, installed) in &rules.dist_renames {
             eprintln!(
                 "gatefix: the rules for the distribution `{published}` apply to `{installed}`, which installs its package here"
             );
         }
-        rules.relocations = relocations;
         Ok(rules)
+    }
+
+    /// A rule or patch text as it reads in this site: module paths, site paths and
+    /// distribution names of the packages the rules follow to a fork written as the fork's.
+    pub fn relocated_text(&self, text: &str) -> String {
+        relocate::rewrite_dists(
+            &relocate::rewrite(text, &self.relocations),
+            &self.dist_renames,
+        )
     }
 
     /// One hash of every rule file loaded (names and texts, in order): two loads with the same

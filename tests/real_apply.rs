@@ -215,6 +215,46 @@ fn sglang_0523_opens_the_three_fusion_gates_together_and_keeps_mnnvl_closed() {
     assert_eq!(hash_tree(site.path()), before);
 }
 
+/// The shipped patch on a fork that publishes sglang and flashinfer under other names: the
+/// patch is written for `sglang/...` files and the `sglang` distribution, and follows the
+/// rules to the fork (`Rules::load_for_site`). It opens the fork's three gates, and revert
+/// restores the fork byte for byte. Before, it was "NOT APPLICABLE" (no such file).
+#[test]
+#[ignore = "needs the pinned wheels (ci/fetch-wheels.sh)"]
+fn the_fusion_patch_opens_the_same_gates_of_a_renamed_fork() {
+    let wheels = ["sglang-0.5.23-", "flashinfer_python-0.7.2-"];
+    let site = wheel_site(&wheels);
+    for package in ["sglang", "flashinfer"] {
+        common::fixture::renamed_fork(site.path(), package, &format!("{package}_fork"));
+    }
+    let before = hash_tree(site.path());
+    let add_norm = "sglang_fork/srt/layers/layer_boundary/residual/add_norm.py";
+    let out = apply(site.path(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("applied as transaction 1: 3 file(s) changed"),
+        "{}",
+        stdout(&out)
+    );
+    let edited = std::fs::read_to_string(site.path().join(add_norm)).unwrap();
+    assert!(edited.contains("get_platform().is_sm120"), "{edited}");
+    let doc = audit(site.path());
+    let opened = admits(&doc, add_norm, "_is_sm90_supported or _is_sm100_supported");
+    assert!(
+        !opened.is_empty() && opened.iter().all(|a| a != "no"),
+        "{opened:?}"
+    );
+    let out = revert(site.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(hash_tree(site.path()), before);
+}
+
 // ----- Fixes synthesized from the audit, on real wheels -----------------------------------
 
 fn audit_at(site: &Path, targets: &[&str]) -> Value {

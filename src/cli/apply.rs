@@ -36,8 +36,8 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
     }
     let root = args.site.announced_site_root()?;
     let site = Site::open(&root)?;
-    let patches = PatchSet::load(args.patch_dir.as_deref())?;
     let rules = Rules::load_for_site(args.rules.as_deref(), &site)?;
+    let patches = PatchSet::load_for_site(args.patch_dir.as_deref(), &rules)?;
     let selected = select(&patches, &args.patches)?;
     let ledger_dir = args.site.ledger_dir(&site.root)?;
 

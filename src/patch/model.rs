@@ -245,20 +245,22 @@ impl PatchSet {
     /// The embedded patches, or every `*.toml` in `dir` when given.
     pub fn load(dir: Option<&Path>) -> Result<PatchSet> {
         let mut set = PatchSet::default();
-        match dir {
-            None => {
-                for (name, text) in EMBEDDED {
-                    set.add_file(Path::new(name), text)?;
-                }
-            }
-            Some(dir) => {
-                for path in toml_files(dir)? {
-                    let text = std::fs::read_to_string(&path).map_err(|e| {
-                        Error::input(format!("cannot read patch file {}: {e}", path.display()))
-                    })?;
-                    set.add_file(&path, &text)?;
-                }
-            }
+        for (path, text) in patch_texts(dir)? {
+            set.add_file(&path, &text)?;
+        }
+        Ok(set)
+    }
+
+    /// [`PatchSet::load`] for the site `rules` were loaded for: a patch for a package or
+    /// distribution the rules follow to a fork (`Rules::load_for_site`) names the fork's
+    /// files, modules and distribution, as the rules do.
+    pub fn load_for_site(dir: Option<&Path>, rules: &crate::rules::Rules) -> Result<PatchSet> {
+        if rules.relocations.is_empty() && rules.dist_renames.is_empty() {
+            return PatchSet::load(dir);
+        }
+        let mut set = PatchSet::default();
+        for (path, text) in patch_texts(dir)? {
+            set.add_file(&path, &rules.relocated_text(&text))?;
         }
         Ok(set)
     }
@@ -283,6 +285,25 @@ impl PatchSet {
 }
 
 /// Parses and validates one patch file.
+/// The patch files' names and texts: the embedded ones, or every `*.toml` in `dir`.
+fn patch_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
+    match dir {
+        None => Ok(EMBEDDED
+            .iter()
+            .map(|(name, text)| (PathBuf::from(name), text.to_string()))
+            .collect()),
+        Some(dir) => toml_files(dir)?
+            .into_iter()
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    Error::input(format!("cannot read patch file {}: {e}", path.display()))
+                })?;
+                Ok((path, text))
+            })
+            .collect(),
+    }
+}
+
 pub fn parse_patch(path: &Path, text: &str) -> Result<Patch> {
     let file: PatchFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let at = |span: std::ops::Range<usize>, message: String| {

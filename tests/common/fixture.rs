@@ -147,8 +147,9 @@ pub fn wheel_site(prefixes: &[&str]) -> tempfile::TempDir {
 /// The package `old` of an unzipped site as a fork publishes it under another name: its
 /// folder and its distribution renamed, and every whole word `old` of the site's Python
 /// (imports, module paths, strings) and of its METADATA (`Name: sglang_fork`,
-/// `flashinfer_fork-python`), RECORD and top_level.txt rewritten to `new`; C++ sources,
-/// headers and data stay where the package keeps them, below the new folder.
+/// `flashinfer_fork-python`), RECORD and top_level.txt rewritten to `new`, and RECORD's hashes
+/// those of the fork's files; C++ sources, headers and data stay where the package keeps
+/// them, below the new folder.
 pub fn renamed_fork(site: &Path, old: &str, new: &str) {
     fn rename_words(text: &str, old: &str, new: &str) -> String {
         let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -199,4 +200,48 @@ pub fn renamed_fork(site: &Path, old: &str, new: &str) {
         }
     }
     assert!(rewritten > 100, "only {rewritten} files name {old}");
+    // The fork's RECORDs hold its own files' hashes, as pip writes them for its wheel.
+    for entry in walkdir::WalkDir::new(site).max_depth(2) {
+        let path = entry.unwrap().into_path();
+        if path.file_name().is_none_or(|n| n != "RECORD") {
+            continue;
+        }
+        let record = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<String> = record
+            .lines()
+            .map(|line| {
+                let mut fields = line.splitn(3, ',');
+                let (Some(file), Some(hash), Some(_)) =
+                    (fields.next(), fields.next(), fields.next())
+                else {
+                    return line.to_string();
+                };
+                match std::fs::read(site.join(file)) {
+                    Ok(bytes) if hash.starts_with("sha256=") => format!(
+                        "{file},sha256={},{}",
+                        urlsafe_base64(&Sha256::digest(&bytes)),
+                        bytes.len()
+                    ),
+                    _ => line.to_string(),
+                }
+            })
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+}
+
+/// Base64 with the URL-safe alphabet and no padding: RECORD's hash encoding (PEP 376).
+fn urlsafe_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
 }
