@@ -451,8 +451,18 @@ pub struct Rules {
 
 /// The rule files' names and texts: the embedded ones, or every `*.toml` in `dir`.
 fn rule_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
+    toml_texts(EMBEDDED, dir, "rule")
+}
+
+/// The names and texts of `embedded` files, or of every `*.toml` in `dir` when given; a file
+/// that cannot be read is an error naming it as a `what` file.
+pub(crate) fn toml_texts(
+    embedded: &[(&str, &str)],
+    dir: Option<&Path>,
+    what: &str,
+) -> Result<Vec<(PathBuf, String)>> {
     match dir {
-        None => Ok(EMBEDDED
+        None => Ok(embedded
             .iter()
             .map(|(name, text)| (PathBuf::from(name), text.to_string()))
             .collect()),
@@ -460,7 +470,7 @@ fn rule_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
             .into_iter()
             .map(|path| {
                 let text = std::fs::read_to_string(&path).map_err(|e| Error::Input {
-                    message: format!("cannot read rule file {}: {e}", path.display()),
+                    message: format!("cannot read {what} file {}: {e}", path.display()),
                 })?;
                 Ok((path, text))
             })

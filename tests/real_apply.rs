@@ -18,6 +18,26 @@ fn apply(site: &Path, extra: &[&str]) -> std::process::Output {
     run(args)
 }
 
+/// `apply sm_120` on the site with no extra arguments, which must write one transaction of
+/// `files` changed files.
+fn apply_changing(site: &Path, files: usize) {
+    let out = apply(site, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains(&format!(
+            "applied as transaction 1: {files} file(s) changed"
+        )),
+        "{}",
+        stdout(&out)
+    );
+}
+
 fn revert(site: &Path) -> std::process::Output {
     run([
         "revert".to_string(),
@@ -127,19 +147,7 @@ fn sglang_055_with_flashinfer_072_applies_and_reverts_byte_for_byte() {
         ["no"]
     );
 
-    let out = apply(site.path(), &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(
-        stdout(&out).contains("applied as transaction 1: 2 file(s) changed"),
-        "{}",
-        stdout(&out)
-    );
+    apply_changing(site.path(), 2);
     assert_eq!(pycs().len(), 2, "pip's bytecode stays: {:?}", pycs());
     let opened = admits(
         &audit(site.path()),
@@ -175,19 +183,7 @@ fn sglang_0523_opens_the_three_fusion_gates_together_and_keeps_mnnvl_closed() {
         "raises at sm_120"
     );
 
-    let out = apply(site.path(), &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(
-        stdout(&out).contains("applied as transaction 1: 3 file(s) changed"),
-        "{}",
-        stdout(&out)
-    );
+    apply_changing(site.path(), 3);
 
     let doc = audit(site.path());
     let opened = admits(&doc, add_norm, "_is_sm90_supported or _is_sm100_supported");
@@ -229,19 +225,7 @@ fn the_fusion_patch_opens_the_same_gates_of_a_renamed_fork() {
     }
     let before = hash_tree(site.path());
     let add_norm = "sglang_fork/srt/layers/layer_boundary/residual/add_norm.py";
-    let out = apply(site.path(), &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(
-        stdout(&out).contains("applied as transaction 1: 3 file(s) changed"),
-        "{}",
-        stdout(&out)
-    );
+    apply_changing(site.path(), 3);
     let edited = std::fs::read_to_string(site.path().join(add_norm)).unwrap();
     assert!(edited.contains("get_platform().is_sm120"), "{edited}");
     let doc = audit(site.path());
@@ -546,13 +530,7 @@ fn sglang_0510_fusion_is_refused_over_its_flashinfer_and_opens_over_072() {
     // The same sglang over flashinfer 0.7.2 ([9, 10, 12]): applied, opened, reverted.
     let site = wheel_site(&["sglang-0.5.10-", "flashinfer_python-0.7.2-"]);
     let before = hash_tree(site.path());
-    let out = apply(site.path(), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("applied as transaction 1: 1 file(s) changed"),
-        "{}",
-        stdout(&out)
-    );
+    apply_changing(site.path(), 1);
     // The audit does not report this returned condition as a gate today (it is neither an
     // `if` test nor a helper's body), so the edit is checked in the file itself.
     let patched = std::fs::read_to_string(site.path().join(communicator)).unwrap();

@@ -58,6 +58,15 @@ pub struct ModuleIndex {
     derived: OnceLock<HashMap<String, Vec<(SharedModule, String)>>>,
 }
 
+/// The site-relative file of the dotted module `a.b` in the site at `root`: `a/b.py`, else
+/// `a/b/__init__.py`; `None` when neither is a file.
+pub fn module_file(root: &Path, module: &str) -> Option<String> {
+    let base = module.replace('.', "/");
+    [format!("{base}.py"), format!("{base}/__init__.py")]
+        .into_iter()
+        .find(|relative| root.join(relative).is_file())
+}
+
 /// `a/b/c.py` is `a.b.c`; `a/b/__init__.py` is the package `a.b`.
 pub fn module_name(relative: &Path) -> Option<(String, bool)> {
     // A non-UTF-8 name is kept (with `\xNN` escapes), not dropped: its gates are reported.

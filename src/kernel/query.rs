@@ -227,11 +227,7 @@ impl KernelIndex {
         if let Some(f) = self.jit.fixed_arch.iter().find(|f| f.id == id) {
             return Some((f.file.clone(), function.to_string()));
         }
-        let base = module.replace('.', "/");
-        [format!("{base}.py"), format!("{base}/__init__.py")]
-            .into_iter()
-            .find(|p| site.root.join(p).is_file())
-            .map(|p| (p, function.to_string()))
+        crate::gate::index::module_file(&site.root, module).map(|p| (p, function.to_string()))
     }
 
     fn jit_layers(&self, id: &str, target: Arch, site: &Site) -> LayeredAnswer {

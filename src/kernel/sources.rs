@@ -506,7 +506,6 @@ fn bindings<'t>(scope: Node<'t>, src: &[u8], name: &str, before: usize) -> Vec<N
     out
 }
 
-/// `a/b/../c` → `a/c`; `None` when it leaves the site.
 /// The site-relative file of the module that defines the constant `written` names
 /// (`jit_env.FLASHINFER_CSRC_DIR` after `from . import env as jit_env`, or a name imported
 /// from the module itself), read from the generator's `from` imports; the generator's own
@@ -533,10 +532,7 @@ fn defining_file(
             } else {
                 statement.module.clone()
             };
-            let base = module.replace('.', "/");
-            [format!("{base}.py"), format!("{base}/__init__.py")]
-                .into_iter()
-                .find(|candidate| root.join(candidate).is_file())
+            crate::gate::index::module_file(root, &module)
         })
         .unwrap_or_else(|| generator.to_string())
 }
@@ -564,6 +560,7 @@ fn beside(root: &Path, rule_path: &str, file: &str) -> String {
         .unwrap_or_else(|| rule_path.to_string())
 }
 
+/// `a/b/../c` → `a/c`; `None` when it leaves the site.
 pub fn normalize(path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for component in Path::new(path).components() {

@@ -15,7 +15,7 @@ use toml::Spanned;
 use crate::arch::Arch;
 use crate::error::{Error, Result};
 use crate::kernel::requirement::Requirement;
-use crate::rules::{line_column, toml_error, toml_files};
+use crate::rules::{line_column, toml_error, toml_texts};
 use crate::site::safe_relative;
 
 /// The patch files shipped in the binary.
@@ -287,21 +287,7 @@ impl PatchSet {
 /// Parses and validates one patch file.
 /// The patch files' names and texts: the embedded ones, or every `*.toml` in `dir`.
 fn patch_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
-    match dir {
-        None => Ok(EMBEDDED
-            .iter()
-            .map(|(name, text)| (PathBuf::from(name), text.to_string()))
-            .collect()),
-        Some(dir) => toml_files(dir)?
-            .into_iter()
-            .map(|path| {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    Error::input(format!("cannot read patch file {}: {e}", path.display()))
-                })?;
-                Ok((path, text))
-            })
-            .collect(),
-    }
+    toml_texts(EMBEDDED, dir, "patch")
 }
 
 pub fn parse_patch(path: &Path, text: &str) -> Result<Patch> {
