@@ -492,6 +492,23 @@ impl Rules {
     /// rules name, under another top-level name, the rules apply to it and to the
     /// distribution that installs it (`relocate`), and stderr says so once.
     pub fn load_for_site(dir: Option<&Path>, site: &crate::site::Site) -> Result<Rules> {
+        let rules = Rules::load_for_site_quietly(dir, site)?;
+        for (published, copy) in &rules.relocations {
+            eprintln!(
+                "gatefix: `{copy}` has the layout of `{published}`, which this site does not hold: the rules for `{published}` apply to it"
+            );
+        }
+        for (published, installed) in &rules.dist_renames {
+            eprintln!(
+                "gatefix: the rules for the distribution `{published}` apply to `{installed}`, which installs its package here"
+            );
+        }
+        Ok(rules)
+    }
+
+    /// [`Rules::load_for_site`] without its messages: for commands that only read which
+    /// shipped patches concern the site (`status`, `doctor`), where the audit already said so.
+    pub fn load_for_site_quietly(dir: Option<&Path>, site: &crate::site::Site) -> Result<Rules> {
         let texts = rule_texts(dir)?;
         let relocations =
             relocate::relocations(texts.iter().map(|(_, text)| text.as_str()), &site.root);
@@ -525,16 +542,6 @@ impl Rules {
         for (path, text) in &texts {
             let text = rules.relocated_text(text);
             rules.add_file(path, &text)?;
-        }
-        for (published, copy) in &rules.relocations {
-            eprintln!(
-                "gatefix: `{copy}` has the layout of `{published}`, which this site does not hold: the rules for `{published}` apply to it"
-            );
-        }
-        for (published, installed) in &rules.dist_renames {
-            eprintln!(
-                "gatefix: the rules for the distribution `{published}` apply to `{installed}`, which installs its package here"
-            );
         }
         Ok(rules)
     }

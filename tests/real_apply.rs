@@ -225,6 +225,45 @@ fn the_fusion_patch_opens_the_same_gates_of_a_renamed_fork() {
     }
     let before = hash_tree(site.path());
     let add_norm = "sglang_fork/srt/layers/layer_boundary/residual/add_norm.py";
+    // The human report names the patch that `apply` applies (it read the patches as written
+    // before: "no shipped patch opens these opportunities").
+    let human = run([
+        "audit",
+        &site.path().display().to_string(),
+        "--target",
+        "sm_120",
+        "--cuda",
+        "12.8",
+        "--fail-on",
+        "none",
+    ]);
+    assert!(
+        stdout(&human).contains("sglang-ar-fusion-add-norm"),
+        "{}",
+        stdout(&human)
+    );
+    // With no ledger yet, `status` compares the files the shipped patches edit with RECORD:
+    // a hand edit of one is found on the fork as on the published package (before, it looked
+    // for `sglang/...` and checked nothing).
+    let path = site.path().join(add_norm);
+    let pristine = std::fs::read(&path).unwrap();
+    std::fs::write(&path, [pristine.as_slice(), b"# edited by hand\n"].concat()).unwrap();
+    let out = run([
+        "status",
+        "--site",
+        &site.path().display().to_string(),
+        "--format",
+        "json",
+    ]);
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    let states: Vec<(&str, &str)> = status["site_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap(), f["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [(add_norm, "not-by-gatefix")], "{status}");
+    std::fs::write(&path, pristine).unwrap();
     apply_changing(site.path(), 3);
     let edited = std::fs::read_to_string(site.path().join(add_norm)).unwrap();
     assert!(edited.contains("get_platform().is_sm120"), "{edited}");

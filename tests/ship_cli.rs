@@ -843,6 +843,30 @@ fn explain_names_the_fusion_patch_with_flashinfer_072() {
     );
 }
 
+/// On a fork of flashinfer 0.7.2 (`flashinfer_fork`), explain names the shipped patch whose
+/// kernel the fork holds, as on the published package: the patch's JIT requirement is read
+/// with the fork's module names, as the rules are (before, no patch was named).
+#[test]
+#[ignore = "real wheels: run by .ci/run"]
+fn explain_names_the_fusion_patch_over_a_renamed_flashinfer_fork() {
+    let site = common::fixture::wheel_site(&["sglang-0.5.5-", "flashinfer_python-0.7.2-"]);
+    common::fixture::renamed_fork(site.path(), "flashinfer", "flashinfer_fork");
+    let (code, json) = explain_json(
+        site.path(),
+        &[NO_ARCHS, "--target", "sm_120", "--cuda", "12.8"],
+    );
+    assert_eq!(code, Some(0), "{json}");
+    assert_eq!(
+        json["raises"][0]["file"], "flashinfer_fork/compilation_context.py",
+        "{json}"
+    );
+    assert_eq!(
+        json["patches"][0]["id"], "sglang-ar-fusion-communicator",
+        "{json}"
+    );
+    assert_eq!(json["patches"][0]["applies"], true, "{json}");
+}
+
 #[test]
 #[ignore = "real wheels: run by .ci/run"]
 fn explain_three_more_messages_on_real_sites() {

@@ -131,9 +131,10 @@ fn terminal_columns() -> Option<usize> {
 }
 
 /// Shipped patches meant for this site's version of their distribution, for the human
-/// report's "fix" and "next" lines.
-fn patch_hints(site: &Site) -> Vec<human::PatchHint> {
-    let Ok(set) = crate::patch::PatchSet::load(None) else {
+/// report's "fix" and "next" lines: read as the rules are, so that on a fork they name the
+/// fork's files and distribution, as `apply` does.
+fn patch_hints(site: &Site, rules: &Rules) -> Vec<human::PatchHint> {
+    let Ok(set) = crate::patch::PatchSet::load_for_site(None, rules) else {
         return Vec::new();
     };
     set.patches
@@ -161,6 +162,9 @@ pub struct Analysis {
     pub jit: JitIndex,
     /// Read from gatefix's cache: `result.modules` is empty.
     pub from_cache: bool,
+    /// The rules the analysis read, followed to the site's forks (`Rules::load_for_site`):
+    /// the shipped patches a report names are read the same way.
+    pub rules: Rules,
 }
 
 /// What the cache keeps of an analysis: everything the reports read (the lowered modules,
@@ -290,6 +294,7 @@ pub fn analyse(
             verdicts: loaded.verdicts,
             jit: loaded.jit,
             from_cache: true,
+            rules,
         });
     }
     let with_verdicts = options.kernel_sources;
@@ -353,6 +358,7 @@ pub fn analyse(
         verdicts,
         jit,
         from_cache: false,
+        rules,
     })
 }
 
@@ -400,6 +406,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
         verdicts,
         jit,
         from_cache,
+        rules,
     } = analyse(&args.site, &args.targets, options, Some(&args.cache))?;
     let report = AuditReport {
         site: &site,
@@ -430,7 +437,7 @@ pub fn run(args: AuditArgs) -> Result<i32> {
                     (false, Show::All) => human::Layout::All,
                 },
                 accepted,
-                patches: patch_hints(&site),
+                patches: patch_hints(&site, &rules),
             },
         ),
         AuditFormat::Sarif => sarif::render(&report, anchor.as_ref()),

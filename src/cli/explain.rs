@@ -184,6 +184,7 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         verdicts,
         jit,
         from_cache,
+        rules,
     } = analyse(
         &site_args,
         &targets,
@@ -208,6 +209,7 @@ pub fn run(args: ExplainArgs) -> Result<i32> {
         kernels: &kernels,
         target,
         cuda: cuda.as_ref(),
+        rules: &rules,
     };
     explanation.raises = matches.iter().map(|m| context.raise_site(m)).collect();
     let generators: Vec<&str> = explanation
@@ -326,6 +328,9 @@ struct Context<'a> {
     kernels: &'a KernelIndex,
     target: Arch,
     cuda: Option<&'a CudaVersion>,
+    /// The analysis's rules: the shipped patches are read as they are (on a fork, for the
+    /// fork's files and distribution).
+    rules: &'a crate::rules::Rules,
 }
 
 impl Context<'_> {
@@ -486,7 +491,7 @@ impl Context<'_> {
             .iter()
             .filter_map(|g| g.split(':').next())
             .collect();
-        let Ok(set) = PatchSet::load(None) else {
+        let Ok(set) = PatchSet::load_for_site(None, self.rules) else {
             return Vec::new();
         };
         let target = self.target;

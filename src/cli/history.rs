@@ -231,7 +231,7 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         });
     };
     let history = History::read(&ledger)?;
-    let mut status = collect_status(&ledger, &history)?;
+    let mut status = collect_status(&ledger, &history, &shipped_patches(&site))?;
     let states = examine(&site, Some((&ledger, &history)), args.all);
     fill_site_files(&mut status, states);
     if args.fsck {
@@ -320,7 +320,8 @@ fn examine(site: &Site, ledger: Option<(&Ledger, &History)>, all: bool) -> Vec<F
     if let Some((_, history)) = ledger {
         files.extend(history.records.iter().flat_map(|r| r.files.iter().cloned()));
     }
-    if let Ok(patches) = PatchSet::load(None) {
+    {
+        let patches = shipped_patches(site);
         let installed: Vec<&str> = site.distributions.iter().map(|d| d.name.as_str()).collect();
         files.extend(
             patches
@@ -429,10 +430,19 @@ struct Undone {
     patches: Vec<String>,
 }
 
+/// The shipped patches as they read for this site: on a fork of a package they were written
+/// for, naming the fork's files and distribution, as `apply` reads them.
+fn shipped_patches(site: &Site) -> PatchSet {
+    crate::rules::Rules::load_for_site_quietly(None, site)
+        .ok()
+        .and_then(|rules| PatchSet::load_for_site(None, &rules).ok())
+        .or_else(|| PatchSet::load(None).ok())
+        .unwrap_or_default()
+}
+
 /// The patches of a transaction that edit a file: those of the shipped set that name it, or
 /// (a synthesized fix, a patch from --patches) every patch of the transaction.
-fn patches_of(record: &Record, file: &str) -> Vec<String> {
-    let shipped = crate::patch::PatchSet::load(None).unwrap_or_default();
+fn patches_of(record: &Record, file: &str, shipped: &PatchSet) -> Vec<String> {
     let named: Vec<String> = record
         .patches
         .iter()
@@ -457,7 +467,7 @@ fn pre_image(ledger: &Ledger, history: &History, txn: u32, file: &str) -> Option
     ledger.blob(&commit, file).ok().flatten()
 }
 
-fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
+fn collect_status(ledger: &Ledger, history: &History, shipped: &PatchSet) -> Result<Status> {
     let head = ledger.head()?;
     let applied: Vec<Record> = history.active_applies().into_iter().cloned().collect();
     let mut drifted = Vec::new();
@@ -480,7 +490,7 @@ fn collect_status(ledger: &Ledger, history: &History) -> Result<Status> {
                                 undone.push(Undone {
                                     file: file.clone(),
                                     txn: record.txn,
-                                    patches: patches_of(record, file),
+                                    patches: patches_of(record, file, shipped),
                                 });
                                 None
                             } else {
