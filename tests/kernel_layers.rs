@@ -86,7 +86,76 @@ fn device_guards_per_target() {
             ("icheck", "Y Y Y Y Y Y"),
             ("missing_sources", "U U U U U U"),
             ("named_list", "P Y Y Y P P"),
+            // Unguarded `wgmma.`: only sm_90a assembles it (sm_90: a template's
+            // `tcgen05.` leaves it unknown); `tcgen05.` behind an sm_10x/11x guard is fine.
+            ("ptx", "U N N N N N"),
         ],
+    );
+}
+
+#[test]
+fn inline_ptx_the_target_lacks_fails_the_build() {
+    let (site, index) = index();
+    let l3 = |target| {
+        let answer = layered(&index, &site, "ptx", target);
+        answer
+            .layers
+            .into_iter()
+            .find(|l| l.layer == Layer::L3)
+            .unwrap()
+    };
+    let sm120 = l3(Arch::new(12, 0));
+    assert_eq!(
+        sm120.summary,
+        "1 of 4 kernels hold PTX that sm_120's build does not assemble: the module does not build"
+    );
+    let says = |evidence: &[String], needle: &str| evidence.iter().any(|e| e.contains(needle));
+    assert!(
+        says(
+            &sm120.evidence,
+            "flashinfer/data/csrc/ptx.cu:6 `wgmma_kernel` (flashinfer/data/csrc/ptx.cu:5) holds PTX `wgmma.`, which a build for sm_120 (any variant) does not assemble"
+        ),
+        "{:?}",
+        sm120.evidence
+    );
+    // The template is said, as unknown; the guarded kernel and the look-alike string not.
+    assert!(
+        says(&sm120.evidence, "`templated_tcgen05_kernel`")
+            && says(&sm120.evidence, "if the template is instantiated"),
+        "{:?}",
+        sm120.evidence
+    );
+    let holds = |evidence: &[String], kernel: &str| {
+        evidence
+            .iter()
+            .any(|e| e.contains(kernel) && e.contains("holds PTX"))
+    };
+    assert!(
+        !holds(&sm120.evidence, "`guarded_tcgen05_kernel`")
+            && !holds(&sm120.evidence, "`lookalike_kernel`"),
+        "{:?}",
+        sm120.evidence
+    );
+    // The guard removes the inline PTX: code, not a call (`asm volatile(...)` is none).
+    assert!(
+        says(
+            &sm120.evidence,
+            "removes code from `guarded_tcgen05_kernel` at sm_120"
+        ),
+        "{:?}",
+        sm120.evidence
+    );
+    // sm_100 builds the guarded `tcgen05.` and the template (its build has it), not `wgmma.`.
+    let sm100 = l3(Arch::new(10, 0));
+    assert!(
+        !holds(&sm100.evidence, "tcgen05_kernel`"),
+        "{:?}",
+        sm100.evidence
+    );
+    assert!(
+        holds(&sm100.evidence, "`wgmma_kernel`"),
+        "{:?}",
+        sm100.evidence
     );
 }
 

@@ -74,6 +74,8 @@ pub struct KernelDef {
     pub close_line: u32,
     /// Byte range of the body, braces excluded, in the blanked text.
     pub body: (usize, usize),
+    /// Declared under `template <...>`: compiled only where the host code instantiates it.
+    pub template: bool,
 }
 
 /// Kernels with bodies, from blanked code. A `__global__` declaration without a body is
@@ -158,6 +160,7 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
                 open_line: line_of(code, j),
                 close_line: line_of(code, bytes.len()),
                 body: (j + 1, bytes.len()),
+                template: declared_as_template(code, at),
             });
             break;
         };
@@ -167,8 +170,50 @@ pub fn kernels(code: &str) -> Vec<KernelDef> {
             open_line: line_of(code, j),
             close_line: line_of(code, close),
             body: (j + 1, close),
+            template: declared_as_template(code, at),
         });
         from = from.max(close + 1);
+    }
+    out
+}
+
+/// Whether the declaration holding the `__global__` at `at` starts with `template`: the words
+/// back to the end of the statement or block before it.
+fn declared_as_template(code: &str, at: usize) -> bool {
+    let head = code[..at].rfind([';', '{', '}']).map_or(0, |p| p + 1);
+    code[head..at]
+        .split(|c: char| !cpp_items::is_ident(c as u8) || !c.is_ascii())
+        .any(|word| word == "template")
+}
+
+/// The contents of the string literals on a line of source (escapes left as written): where
+/// inline PTX is written.
+pub fn string_contents(line: &str) -> Vec<&str> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => break,
+            b'\'' => {
+                // A character literal: skip it whole (`'"'` holds no string).
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                out.push(&line[start..i.min(bytes.len())]);
+                i += 1;
+            }
+            _ => i += 1,
+        }
     }
     out
 }
@@ -250,6 +295,11 @@ pub fn calls_in(code: &str) -> Vec<String> {
                     | "decltype"
                     | "alignof"
                     | "defined"
+                    // `asm volatile("...")` is inline PTX, not a call.
+                    | "asm"
+                    | "__asm__"
+                    | "volatile"
+                    | "__volatile__"
             );
             if bytes.get(k) == Some(&b'(')
                 && !keyword

@@ -39,6 +39,66 @@ pub struct LayerRuleFile {
     jit_target: Vec<JitTargetRule>,
     #[serde(default)]
     shared_memory: Vec<SharedMemoryRule>,
+    #[serde(default)]
+    ptx_instruction: Vec<PtxInstructionRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PtxInstructionRule {
+    /// The instruction's name as PTX spells it, up to a dot or the end (`tcgen05.`,
+    /// `setmaxnreg`).
+    prefix: String,
+    /// Every target that assembles it (`sm_90a`); any other target does not.
+    targets: Vec<String>,
+    /// Where that is documented or measured.
+    source: String,
+}
+
+/// A PTX instruction that only some targets assemble (`[[kernel_layers.ptx_instruction]]`):
+/// a kernel whose code holds it in an `asm` string does not build for the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxInstruction {
+    pub prefix: String,
+    pub targets: Vec<Arch>,
+    pub source: String,
+}
+
+impl PtxInstruction {
+    /// Whether a build for `target` stops at this instruction: the target as built (`variant`)
+    /// is not among those that have it, or, with the variant unknown, none of the target's
+    /// variants is.
+    pub fn missing_at(&self, target: Arch, variant: Option<Variant>) -> bool {
+        let has = |variant: Variant| {
+            let built = Arch {
+                variant,
+                ..target.plain()
+            };
+            self.targets.contains(&built)
+        };
+        match variant {
+            Some(variant) => !has(variant),
+            None => ![Variant::Plain, Variant::A, Variant::F]
+                .into_iter()
+                .any(has),
+        }
+    }
+
+    /// Whether `text` (the contents of a string literal, escapes as written) holds the
+    /// instruction where an instruction starts: at its beginning or after a blank, an escaped
+    /// line break or tab (`\\n\\t`), `;`, `{`, `}` or a guard predicate (`@p `); not inside
+    /// another word (`my_wgmma.x`).
+    pub fn named_in(&self, text: &str) -> bool {
+        text.match_indices(self.prefix.as_str()).any(|(at, _)| {
+            let before = &text[..at];
+            before.is_empty()
+                || ["\\n", "\\t", "\\r"].iter().any(|e| before.ends_with(e))
+                || before
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_whitespace() || matches!(c, ';' | '{' | '}'))
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -126,6 +186,8 @@ pub struct LayerRules {
     pub jit_targets: Vec<JitTarget>,
     /// The most dynamic shared memory a block may ask for, per target (plain arch).
     pub shared_memory: Vec<(Arch, u64)>,
+    /// PTX instructions only some targets assemble.
+    pub ptx_instructions: Vec<PtxInstruction>,
 }
 
 /// A table's `target = "sm_120"`; the error names the table.
@@ -210,6 +272,29 @@ impl LayerRules {
             self.shared_memory
                 .push((target.plain(), rule.max_per_block));
         }
+        for rule in file.ptx_instruction {
+            let valid = !rule.prefix.is_empty()
+                && rule
+                    .prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':'));
+            if !valid {
+                return Err(format!(
+                    "[[kernel_layers.ptx_instruction]] `{}`: a prefix is an instruction name (letters, digits, `.`, `_`, `::`)",
+                    rule.prefix
+                ));
+            }
+            let targets = rule
+                .targets
+                .iter()
+                .map(|t| parse_target("ptx_instruction", t))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.ptx_instructions.push(PtxInstruction {
+                prefix: rule.prefix,
+                targets,
+                source: rule.source,
+            });
+        }
         Ok(())
     }
 
@@ -277,4 +362,67 @@ impl LayerRules {
 
 fn compact(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instruction(prefix: &str, targets: &[&str]) -> PtxInstruction {
+        PtxInstruction {
+            prefix: prefix.into(),
+            targets: targets.iter().map(|t| t.parse().unwrap()).collect(),
+            source: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_instruction_is_missing_where_no_listed_target_is_the_build() {
+        let setmaxnreg = instruction("setmaxnreg", &["sm_90a", "sm_120a", "sm_120f"]);
+        let sm120 = Arch::new(12, 0);
+        assert!(setmaxnreg.missing_at(sm120, Some(Variant::Plain)));
+        assert!(!setmaxnreg.missing_at(sm120, Some(Variant::A)));
+        assert!(!setmaxnreg.missing_at(sm120, Some(Variant::F)));
+        // The variant unknown: only where no variant of the target has it.
+        assert!(!setmaxnreg.missing_at(sm120, None));
+        assert!(setmaxnreg.missing_at(Arch::new(10, 0), None));
+        // A target written with a variant is the same device.
+        let sm120a: Arch = "sm_120a".parse().unwrap();
+        assert!(setmaxnreg.missing_at(sm120a, Some(Variant::Plain)));
+    }
+
+    #[test]
+    fn an_instruction_is_named_where_an_instruction_starts() {
+        let wgmma = instruction("wgmma.", &["sm_90a"]);
+        for named in [
+            "wgmma.fence.sync.aligned;",
+            "{\\n\\twgmma.commit_group.sync.aligned;\\n}",
+            "@p wgmma.wait_group.sync.aligned 0;",
+            "mov.u32 %0, %1; wgmma.fence.sync.aligned;",
+        ] {
+            assert!(wgmma.named_in(named), "{named}");
+        }
+        for not_named in ["my_wgmma.fence", "xwgmma.", "wgmma", "print wgmma"] {
+            assert!(!wgmma.named_in(not_named), "{not_named}");
+        }
+    }
+
+    #[test]
+    fn the_embedded_ptx_table_parses() {
+        let rules = LayerRules::embedded();
+        let find = |p: &str| {
+            rules
+                .ptx_instructions
+                .iter()
+                .find(|i| i.prefix == p)
+                .unwrap_or_else(|| panic!("{p}"))
+        };
+        let sm120 = Arch::new(12, 0);
+        assert!(find("wgmma.").missing_at(sm120, None));
+        assert!(!find("wgmma.").missing_at(Arch::new(9, 0), Some(Variant::A)));
+        assert!(find("tcgen05.").missing_at(sm120, None));
+        assert!(!find("tcgen05.").missing_at(Arch::new(10, 3), Some(Variant::F)));
+        assert!(find("setmaxnreg").missing_at(sm120, Some(Variant::Plain)));
+        assert!(!find("setmaxnreg").missing_at(sm120, Some(Variant::A)));
+    }
 }

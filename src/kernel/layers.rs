@@ -31,6 +31,9 @@ pub struct CodeLine {
     pub line: u32,
     pub trap: bool,
     pub calls: Vec<String>,
+    /// The PTX instructions of `[[kernel_layers.ptx_instruction]]` its string literals hold
+    /// (inline `asm`), by index in `LayerRules::ptx_instructions`.
+    pub ptx: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +106,7 @@ impl FileFacts {
                         line,
                         trap: cpp::is_trap(original_line),
                         calls: cpp::calls_in(inner),
+                        ptx: ptx_named(original_line, rules),
                     });
                 }
                 KernelFacts { def, code: lines }
@@ -526,12 +530,52 @@ enum KernelState {
     Unknown(Option<u32>),
 }
 
+/// The `[[kernel_layers.ptx_instruction]]`s a line's string literals hold, by index.
+fn ptx_named(line: &str, rules: &LayerRules) -> Vec<usize> {
+    if rules.ptx_instructions.is_empty() || !line.contains('"') {
+        return Vec::new();
+    }
+    let strings = cpp::string_contents(line);
+    (0..rules.ptx_instructions.len())
+        .filter(|&i| {
+            strings
+                .iter()
+                .any(|s| rules.ptx_instructions[i].named_in(s))
+        })
+        .collect()
+}
+
+/// The first PTX instruction on a line that is compiled at the target (`Tri::Yes`) which the
+/// build for the target does not assemble: (line, instruction).
+fn unassembled<'r>(
+    kernel: &KernelFacts,
+    live: &preproc::Liveness,
+    target: Arch,
+    variant: Option<Variant>,
+    rules: &'r LayerRules,
+) -> Option<(u32, &'r super::layer_rules::PtxInstruction)> {
+    kernel.code.iter().find_map(|code| {
+        if code.ptx.is_empty() || live.at(code.line) != Tri::Yes {
+            return None;
+        }
+        code.ptx
+            .iter()
+            .filter_map(|&i| rules.ptx_instructions.get(i))
+            .find(|ins| ins.missing_at(target, variant))
+            .map(|ins| (code.line, ins))
+    })
+}
+
+/// How many kernels that stop the build L3's evidence names.
+const UNBUILDABLE_SHOWN: usize = 3;
+
 /// L3 at one target.
 pub fn device_layer(
     sources: &GeneratorSources,
     target: Arch,
     variant: Option<Variant>,
     toolchain: &Toolchain,
+    rules: &LayerRules,
 ) -> LayerAnswer {
     if sources.set.roots.is_empty() {
         return not_found(Layer::L3, &sources.set);
@@ -543,6 +587,9 @@ pub fn device_layer(
     let mut unknown = Vec::new();
     let mut partial = Vec::new();
     let mut notes = Vec::new();
+    // Kernels whose compiled code holds PTX the target's build does not assemble: ptxas stops
+    // there, and the whole module with it.
+    let mut unbuildable = Vec::new();
     for file in &sources.files {
         if file.kernels.is_empty() {
             continue;
@@ -557,6 +604,28 @@ pub fn device_layer(
             total += 1;
             let at = format!("{}:{}", file.path, kernel.def.line);
             let state = kernel_state(kernel, &live);
+            let built = if variant.is_some() {
+                format!("{}{}", target.plain(), variant.map_or("", |v| v.suffix()))
+            } else {
+                format!("{} (any variant)", target.plain())
+            };
+            if matches!(state, KernelState::Compiled | KernelState::Traps(_))
+                && let Some((line, ins)) = unassembled(kernel, &live, target, variant, rules)
+            {
+                let says = format!(
+                    "{}:{line} `{}` ({at}) holds PTX `{}`, which a build for {built} does not assemble ({})",
+                    file.path, kernel.def.name, ins.prefix, ins.source
+                );
+                // A template is compiled only where the host code instantiates it.
+                if kernel.def.template {
+                    unknown.push(format!(
+                        "{says}: the build fails if the template is instantiated"
+                    ));
+                } else {
+                    unbuildable.push(format!("{says}: the build fails there"));
+                }
+                continue;
+            }
             let guard_text = |g: Option<u32>| {
                 g.map(|g| {
                     format!(
@@ -653,7 +722,15 @@ pub fn device_layer(
         answer.evidence = source_notes(&sources.set);
         return answer;
     }
-    let (verdict, summary) = if closed.len() == total {
+    let (verdict, summary) = if !unbuildable.is_empty() {
+        (
+            Verdict::No,
+            format!(
+                "{} of {total} kernels hold PTX that {target}'s build does not assemble: the module does not build",
+                unbuildable.len()
+            ),
+        )
+    } else if closed.len() == total {
         (
             Verdict::No,
             format!("all {total} kernels are compiled out or trap at {target}"),
@@ -681,6 +758,17 @@ pub fn device_layer(
         )
     };
     let mut answer = LayerAnswer::new(Layer::L3, verdict, summary);
+    // One failing kernel stops the build: a few name where, the count says the rest (a
+    // generated module holds dozens).
+    let more = unbuildable.len().saturating_sub(UNBUILDABLE_SHOWN);
+    answer
+        .evidence
+        .extend(unbuildable.into_iter().take(UNBUILDABLE_SHOWN));
+    if more > 0 {
+        answer.evidence.push(format!(
+            "and {more} more kernel(s) with PTX the build does not assemble"
+        ));
+    }
     answer.evidence.extend(closed);
     answer.evidence.extend(unknown);
     answer.evidence.extend(partial);

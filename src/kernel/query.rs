@@ -281,7 +281,7 @@ impl KernelIndex {
         };
         let toolchain = Toolchain::find(site, self.cuda.as_deref(), rules);
         let (variant, l6) = toolchain_layer(target, &toolchain, rules);
-        let l3 = device_layer(&sources, target, variant, &toolchain);
+        let l3 = device_layer(&sources, target, variant, &toolchain, rules);
         let l4 = host_layer(&sources, target, &toolchain, rules);
         // Without an arch list, only a kernel read in the sources says that one is built for
         // the target: a runner whose kernels come from elsewhere (trtllm-gen's cubins,

@@ -122,3 +122,10 @@ def gen_smem_module():
         supported_major_versions=[9, 10, 11, 12]
     )
     return gen_jit_spec("smem", [jit_env.FLASHINFER_CSRC_DIR / "smem.cu"], extra_cuda_cflags=nvcc_flags)
+
+
+def gen_ptx_module():
+    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
+        supported_major_versions=[9, 10, 11, 12]
+    )
+    return gen_jit_spec("ptx", [jit_env.FLASHINFER_CSRC_DIR / "ptx.cu"], extra_cuda_cflags=nvcc_flags)
