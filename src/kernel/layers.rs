@@ -604,14 +604,13 @@ pub fn device_layer(
             total += 1;
             let at = format!("{}:{}", file.path, kernel.def.line);
             let state = kernel_state(kernel, &live);
-            let built = if variant.is_some() {
-                format!("{}{}", target.plain(), variant.map_or("", |v| v.suffix()))
-            } else {
-                format!("{} (any variant)", target.plain())
-            };
             if matches!(state, KernelState::Compiled | KernelState::Traps(_))
                 && let Some((line, ins)) = unassembled(kernel, &live, target, variant, rules)
             {
+                let built = match variant {
+                    Some(variant) => format!("{}{}", target.plain(), variant.suffix()),
+                    None => format!("{} (any variant)", target.plain()),
+                };
                 let says = format!(
                     "{}:{line} `{}` ({at}) holds PTX `{}`, which a build for {built} does not assemble ({})",
                     file.path, kernel.def.name, ins.prefix, ins.source
