@@ -507,7 +507,7 @@ impl Rules {
     }
 
     /// [`Rules::load_for_site`] without its messages: for commands that only read which
-    /// shipped patches concern the site (`status`, `doctor`), where the audit already said so.
+    /// shipped patches concern the site (`status`, `revert`), where the audit already said so.
     pub fn load_for_site_quietly(dir: Option<&Path>, site: &crate::site::Site) -> Result<Rules> {
         let texts = rule_texts(dir)?;
         let relocations =

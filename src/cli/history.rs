@@ -68,7 +68,7 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
     let Some(ledger) = ledger else {
         let root = args.site.site_root()?;
         let site = Site::open(&root)?;
-        let states = examine(&site, None, false);
+        let states = examine(&site, &shipped_patches(&site), None, false);
         if let Some(report) = unexplained_report(&states, &dir, false) {
             print!("{report}");
             return Ok(exit::FINDINGS);
@@ -103,7 +103,12 @@ pub fn revert(args: RevertArgs) -> Result<i32> {
         Outcome::NothingToRevert => {
             let site = Site::open(&ledger.site_root)?;
             let history = History::read(&ledger)?;
-            let states = examine(&site, Some((&ledger, &history)), false);
+            let states = examine(
+                &site,
+                &shipped_patches(&site),
+                Some((&ledger, &history)),
+                false,
+            );
             if let Some(report) = unexplained_report(&states, &ledger.dir, true) {
                 print!("{report}");
                 fault::report();
@@ -210,7 +215,7 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         return Ok(exit::USAGE);
     }
     let Some(ledger) = Ledger::open(&dir, &root)? else {
-        let states = examine(&site, None, args.all);
+        let states = examine(&site, &shipped_patches(&site), None, args.all);
         let mut status = empty_status(&root, &dir);
         fill_site_files(&mut status, states);
         match args.format {
@@ -231,8 +236,9 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         });
     };
     let history = History::read(&ledger)?;
-    let mut status = collect_status(&ledger, &history, &shipped_patches(&site))?;
-    let states = examine(&site, Some((&ledger, &history)), args.all);
+    let shipped = shipped_patches(&site);
+    let mut status = collect_status(&ledger, &history, &shipped)?;
+    let states = examine(&site, &shipped, Some((&ledger, &history)), args.all);
     fill_site_files(&mut status, states);
     if args.fsck {
         let (checked, problems) = ledger.fsck();
@@ -314,23 +320,25 @@ fn fill_site_files(status: &mut Status, states: Vec<FileState>) {
 
 /// The files to compare with RECORD: every file the ledger names, every file a shipped patch
 /// for an installed distribution edits, and with `all` every file of every RECORD.
-fn examine(site: &Site, ledger: Option<(&Ledger, &History)>, all: bool) -> Vec<FileState> {
+fn examine(
+    site: &Site,
+    shipped: &PatchSet,
+    ledger: Option<(&Ledger, &History)>,
+    all: bool,
+) -> Vec<FileState> {
     let witness = Witness::new(site);
     let mut files: Vec<String> = if all { witness.all_files() } else { Vec::new() };
     if let Some((_, history)) = ledger {
         files.extend(history.records.iter().flat_map(|r| r.files.iter().cloned()));
     }
-    {
-        let patches = shipped_patches(site);
-        let installed: Vec<&str> = site.distributions.iter().map(|d| d.name.as_str()).collect();
-        files.extend(
-            patches
-                .patches
-                .iter()
-                .filter(|p| installed.iter().any(|d| same_dist(d, &p.dist)))
-                .flat_map(|p| p.edits.iter().map(|e| e.file.clone())),
-        );
-    }
+    let installed: Vec<&str> = site.distributions.iter().map(|d| d.name.as_str()).collect();
+    files.extend(
+        shipped
+            .patches
+            .iter()
+            .filter(|p| installed.iter().any(|d| same_dist(d, &p.dist)))
+            .flat_map(|p| p.edits.iter().map(|e| e.file.clone())),
+    );
     witness.examine(ledger, &files)
 }
 

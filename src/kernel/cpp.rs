@@ -186,36 +186,22 @@ fn declared_as_template(code: &str, at: usize) -> bool {
         .any(|word| word == "template")
 }
 
-/// The contents of the string literals on a line of source (escapes left as written): where
-/// inline PTX is written.
-pub fn string_contents(line: &str) -> Vec<&str> {
-    let bytes = line.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'/' if bytes.get(i + 1) == Some(&b'/') => break,
-            b'\'' => {
-                // A character literal: skip it whole (`'"'` holds no string).
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'\'' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
-            b'"' => {
-                let start = i + 1;
-                i = start;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                out.push(&line[start..i.min(bytes.len())]);
-                i += 1;
-            }
-            _ => i += 1,
-        }
+/// The contents of the string literals on a line (escapes as written), read from the line as
+/// `blank` leaves it: its string literals keep their quotes with the contents blanked, while
+/// comments and character literals are blanked whole, so the quotes left pair up (a string
+/// that runs past the line ends with it). Where inline PTX is written.
+pub fn string_contents<'t>(original: &'t str, blanked: &str) -> Vec<&'t str> {
+    if original.len() != blanked.len() {
+        return Vec::new();
     }
-    out
+    let quotes: Vec<usize> = memchr::memchr_iter(b'"', blanked.as_bytes()).collect();
+    quotes
+        .chunks(2)
+        .filter_map(|pair| {
+            let end = pair.get(1).copied().unwrap_or(original.len());
+            original.get(pair[0] + 1..end)
+        })
+        .collect()
 }
 
 /// The offset of the bracket closing the one at `open`.
@@ -861,6 +847,25 @@ mod tests {
         assert_eq!(b.len(), text.len());
         assert_eq!(b.lines().count(), text.lines().count());
         assert!(!b.contains("#if") && !b.contains("// t") && b.contains('b'));
+    }
+
+    #[test]
+    fn string_contents_are_the_literals_outside_comments_and_characters() {
+        let strings = |line: &str| {
+            let blanked = blank(line);
+            string_contents(line, &blanked)
+                .into_iter()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            strings(r#"asm volatile("wgmma.fence;\n" ::: "memory"); // "tcgen05.""#),
+            ["wgmma.fence;\\n", "memory"]
+        );
+        assert_eq!(strings(r#"f('"', /* "x" */ "y\"z");"#), [r#"y\"z"#]);
+        // A string the line does not close runs to its end.
+        assert_eq!(strings(r#"  "setmaxnreg.inc"#), ["setmaxnreg.inc"]);
+        assert!(strings("int x = 1;").is_empty());
     }
 
     #[test]

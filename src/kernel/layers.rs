@@ -106,7 +106,7 @@ impl FileFacts {
                         line,
                         trap: cpp::is_trap(original_line),
                         calls: cpp::calls_in(inner),
-                        ptx: ptx_named(original_line, rules),
+                        ptx: ptx_named(original_line, text, rules),
                     });
                 }
                 KernelFacts { def, code: lines }
@@ -530,12 +530,13 @@ enum KernelState {
     Unknown(Option<u32>),
 }
 
-/// The `[[kernel_layers.ptx_instruction]]`s a line's string literals hold, by index.
-fn ptx_named(line: &str, rules: &LayerRules) -> Vec<usize> {
-    if rules.ptx_instructions.is_empty() || !line.contains('"') {
+/// The `[[kernel_layers.ptx_instruction]]`s a line's string literals hold, by index (`blanked`:
+/// the line as `cpp::blank` leaves it).
+fn ptx_named(line: &str, blanked: &str, rules: &LayerRules) -> Vec<usize> {
+    if rules.ptx_instructions.is_empty() || !blanked.contains('"') {
         return Vec::new();
     }
-    let strings = cpp::string_contents(line);
+    let strings = cpp::string_contents(line, blanked);
     (0..rules.ptx_instructions.len())
         .filter(|&i| {
             strings

@@ -255,9 +255,6 @@ impl PatchSet {
     /// distribution the rules follow to a fork (`Rules::load_for_site`) names the fork's
     /// files, modules and distribution, as the rules do.
     pub fn load_for_site(dir: Option<&Path>, rules: &crate::rules::Rules) -> Result<PatchSet> {
-        if rules.relocations.is_empty() && rules.dist_renames.is_empty() {
-            return PatchSet::load(dir);
-        }
         let mut set = PatchSet::default();
         for (path, text) in patch_texts(dir)? {
             set.add_file(&path, &rules.relocated_text(&text))?;
@@ -284,12 +281,12 @@ impl PatchSet {
     }
 }
 
-/// Parses and validates one patch file.
 /// The patch files' names and texts: the embedded ones, or every `*.toml` in `dir`.
 fn patch_texts(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>> {
     toml_texts(EMBEDDED, dir, "patch")
 }
 
+/// Parses and validates one patch file.
 pub fn parse_patch(path: &Path, text: &str) -> Result<Patch> {
     let file: PatchFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
     let at = |span: std::ops::Range<usize>, message: String| {
