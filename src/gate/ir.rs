@@ -277,8 +277,12 @@ pub struct FunctionIr {
     pub params: Vec<Param>,
     pub decorators: Vec<Expr>,
     pub body: Option<Vec<Stmt>>,
-    /// Whether the body mentions any architecture token at all.
+    /// Whether the body mentions any architecture token at all, reads a global a function
+    /// stored a device value in, or returns what a device name of the module gives.
     pub archy: bool,
+    /// `archy` only because it returns what a device name of the module gives, without a
+    /// token of its own: a call is a device value only where its inference says how.
+    pub archy_by_return: bool,
     /// Fixed-arch nvcc flag constants the body names (`sm100a_nvcc_flags`): JIT code built
     /// for that arch whatever the device is.
     pub fixed_arch_flags: Vec<String>,

@@ -1248,6 +1248,65 @@ impl<'a> Lowerer<'a> {
             && words_in(&self.src[node.byte_range()]).any(|word| device_globals.contains(word))
     }
 
+    /// Whether the function returns a value made from a name the module binds from the
+    /// device at module level so far (a top-level device helper or flag, or an import of
+    /// one): in a `return`'s expression, or through a local assigned from one before it
+    /// (`ok = is_deep_gemm_supported() and ...; return ok`). Read from the text of its own
+    /// statements, nested definitions left out. A function that only consults the device on
+    /// the way (`compile_kernel()` picking an arch) returns no such value.
+    fn returns_module_device_value(&self, function: Node<'a>) -> bool {
+        if self.ir.device_exports.is_empty() {
+            return false;
+        }
+        let Some(body) = function.field(F::Body) else {
+            return false;
+        };
+        let text = &self.src[body.byte_range()];
+        if memchr::memmem::find(text, b"return").is_none() {
+            return false;
+        }
+        let mut names: HashSet<&[u8]> = self
+            .ir
+            .device_exports
+            .iter()
+            .map(|name| name.as_bytes())
+            .collect();
+        if !words_in(text).any(|word| names.contains(word)) {
+            return false;
+        }
+        let src = self.src;
+        let uses = |node: Node<'a>, names: &HashSet<&[u8]>| {
+            words_in(&src[node.byte_range()]).any(|word| names.contains(word))
+        };
+        // Statements in order, nested definitions skipped.
+        let mut stack: Vec<Node<'a>> = vec![body];
+        let mut order: Vec<Node<'a>> = Vec::new();
+        while let Some(node) = stack.pop() {
+            match node.kind_name() {
+                "function_definition" | "class_definition" | "lambda" => continue,
+                "return_statement" | "assignment" => order.push(node),
+                _ => {}
+            }
+            let mut cursor = node.walk();
+            let children: Vec<Node<'a>> = node.named_children(&mut cursor).collect();
+            stack.extend(children.into_iter().rev());
+        }
+        order.sort_by_key(|node| node.start_byte());
+        for node in order {
+            if node.kind_name() == "return_statement" {
+                if node.named_child(0).is_some_and(|value| uses(value, &names)) {
+                    return true;
+                }
+            } else if let (Some(left), Some(right)) = (node.field(F::Left), node.field(F::Right))
+                && left.kind_name() == "identifier"
+                && uses(right, &names)
+            {
+                names.insert(&src[left.byte_range()]);
+            }
+        }
+        false
+    }
+
     /// `global a, b` inside a function: its stores to those names are the module's.
     fn global_statement(&mut self, node: Node<'a>) {
         let Some(&function) = self.functions.last() else {
@@ -1326,7 +1385,16 @@ impl<'a> Lowerer<'a> {
         // (`return _CUDA_ARCH` after `_init_arch()` set it) depends on the device, token or
         // not: its calls are device values where it is called, here and in importers.
         let reads_device_global = !archy && self.reads_device_global(node);
-        let archy = archy || reads_device_global;
+        // So does a helper that returns what a device helper or flag of the module (its own
+        // or imported) gives (`def should_use(w): return is_deep_gemm_supported() and ...`):
+        // without a token of its own, its calls elsewhere were read as free conditions. Only
+        // one small enough to infer: a larger one would make its calls unknown, where it is
+        // most often a builder that picks a kernel on the way (`get_module()`), no decision.
+        let archy_by_return = !archy
+            && !reads_device_global
+            && node.byte_range().len() <= MAX_HELPER_BODY_BYTES
+            && self.returns_module_device_value(node);
+        let archy = archy || reads_device_global || archy_by_return;
         if reads_device_global && self.functions.is_empty() && self.classes.is_empty() {
             self.ir.device_exports.push(qualname.clone());
             self.device_global_readers.insert(qualname.clone());
@@ -1393,6 +1461,7 @@ impl<'a> Lowerer<'a> {
             decorators: lowered_decorators,
             body,
             archy,
+            archy_by_return,
             fixed_arch_flags: fixed_arch_flags(&self.src[node.byte_range()]),
             bytes: node.byte_range().len(),
             complete,

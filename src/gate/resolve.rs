@@ -2282,7 +2282,7 @@ impl<'a> Resolver<'a> {
             ));
         };
         let memo_key = Prehashed::new((func.clone(), args.clone(), kwargs.clone()));
-        memoised(&self.calls, &self.shared, memo_key, depth, || {
+        let val = memoised(&self.calls, &self.shared, memo_key, depth, || {
             in_frame(depth, |depth| {
                 let mut env = HashMap::new();
                 for (i, param) in function.params.iter().enumerate() {
@@ -2332,7 +2332,14 @@ impl<'a> Resolver<'a> {
                 }
                 relabel(combine_returns(returns, func), Form::HelperCall)
             })
-        })
+        });
+        // A helper without a token that returns what a device name gives is a device value
+        // only where its inference says how: anything else (unknown, cut short, no device
+        // in it after all) reads as the free condition it was taken for before.
+        if function.archy_by_return && !device_args && !knows_device(&val) {
+            return Val::Free(expr.text());
+        }
+        val
     }
 
     /// Runs statements abstractly, collecting `(path condition, returned value)`; returns the
@@ -2926,6 +2933,18 @@ fn feeds_device(val: &Val) -> bool {
                     .iter()
                     .any(|(g, v)| g.is_arch_dependent() || feeds_device(v))
         }
+        Val::Pred(p) => p.is_arch_dependent(),
+        other => is_device(other),
+    }
+}
+
+/// Whether the value says how it depends on the device: a device value, an arch-dependent
+/// predicate, or a choice with an arch-dependent guard or arm.
+fn knows_device(val: &Val) -> bool {
+    match val {
+        Val::Choice(arms) => arms
+            .iter()
+            .any(|(guard, v)| guard.is_arch_dependent() || knows_device(v)),
         Val::Pred(p) => p.is_arch_dependent(),
         other => is_device(other),
     }
