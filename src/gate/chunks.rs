@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
-use super::limits::{MAX_PLAIN_ASSIGN_BYTES, SPLIT_BLOCK_BYTES, TOKENLESS_HELPER_BYTES};
+use super::limits::{
+    MAX_HELPER_BODY_BYTES, MAX_PLAIN_ASSIGN_BYTES, SPLIT_BLOCK_BYTES, TOKENLESS_HELPER_BYTES,
+};
 use super::tokens::Tokens;
 use crate::words::{ascii_word_runs, is_word_byte, word_runs, words_in};
 
@@ -709,6 +711,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
     let mut harvested_locals = vec![false; pieces.len()];
     let mut harvested_attrs = vec![false; pieces.len()];
     let mut attributes: Vec<String> = Vec::new();
+    let mut methods = token_methods(&splitter, &pieces);
     loop {
         let holds = subtree_holds(&pieces, &archy);
         let mut new_names = Vec::new();
@@ -743,6 +746,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             &mut archy,
             &mut harvested_attrs,
             &mut attributes,
+            std::mem::take(&mut methods),
         );
         if new_names.is_empty() {
             if locals_changed || attributes_changed {
@@ -1151,6 +1155,7 @@ fn token_parameters(splitter: &Splitter, (start, end): (usize, usize)) -> Vec<St
 /// file that reads `.NAME` becomes arch-dependent too. File-wide, not per class, because
 /// subclasses and other objects of the class read the attribute as well; a superset is safe.
 /// Returns whether any piece changed.
+/// `methods`: more names read the same way (`token_methods`).
 fn mark_attribute_uses(
     src: &[u8],
     pieces: &[Piece],
@@ -1158,8 +1163,12 @@ fn mark_attribute_uses(
     archy: &mut [bool],
     harvested: &mut [bool],
     known: &mut Vec<String>,
+    methods: Vec<String>,
 ) -> bool {
-    let mut new_names: Vec<String> = Vec::new();
+    let mut new_names: Vec<String> = methods
+        .into_iter()
+        .filter(|name| !known.contains(name))
+        .collect();
     for (i, piece) in pieces.iter().enumerate() {
         if archy[i] && !harvested[i] && piece.is_code() {
             harvested[i] = true;
@@ -1190,6 +1199,39 @@ fn mark_attribute_uses(
     }
     known.extend(new_names);
     changed
+}
+
+/// The methods (functions below the top level) small enough to be helpers that have a token
+/// in their code (`def supports_fp8(cls): return cls.has_device_capability(89)`): a
+/// `self.NAME(...)` or `cls.NAME(...)` call reads the device through one, which the lowering
+/// takes as it takes a stored attribute (`Lowerer::class`), so the pieces that read `.NAME`
+/// matter too. Sorted, without repeats.
+fn token_methods(splitter: &Splitter, pieces: &[Piece]) -> Vec<String> {
+    let src = splitter.lines.src;
+    let mut names: Vec<String> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        if piece.depth == 0 {
+            continue;
+        }
+        let Some((name, Definition::Function)) = definition_name(src, piece.range) else {
+            continue;
+        };
+        let whole = match piece.kind {
+            PieceKind::Definition => (
+                piece.range.0,
+                pieces
+                    .get(subtree_end(pieces, i))
+                    .map_or(src.len(), |p| p.range.0),
+            ),
+            _ => piece.range,
+        };
+        if whole.1 - whole.0 <= MAX_HELPER_BODY_BYTES && splitter.has_token(whole) {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The attribute names stored through `self.` or `cls.` on the lines of a text: `self.x = ...`,

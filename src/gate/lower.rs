@@ -51,6 +51,8 @@ pub struct Lowerer<'a> {
     archy_attrs: HashSet<String>,
     /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
     archy_finders: Vec<memchr::memmem::Finder<'static>>,
+    /// The same for `archy_attrs` (see `uses_archy_attr`).
+    archy_attr_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The last `archy_or_derived` answer: node id, end byte, names known then, answer.
     last_archy: Cell<Option<(usize, usize, usize, bool)>>,
     /// The enclosing branch tests that name a rule fact, with the arm's polarity (reset at
@@ -178,6 +180,7 @@ fn lower_tree<'a>(
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
         archy_finders: Vec::new(),
+        archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
@@ -362,8 +365,25 @@ impl<'a> Lowerer<'a> {
 
     /// Whether the expression reads `self.x` / `cls.x` (any receiver) for an arch-dependent
     /// class attribute `x`.
+    fn add_archy_attr(&mut self, name: String) {
+        if self.archy_attrs.len() < MAX_ARCHY_FINDERS && !self.archy_attrs.contains(&name) {
+            self.archy_attr_finders
+                .push(memchr::memmem::Finder::new(name.as_bytes()).into_owned());
+        }
+        self.archy_attrs.insert(name);
+    }
+
     fn uses_archy_attr(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
+        // As for names: a few memmem scans rule most nodes out before the word walk.
+        if self.archy_attrs.len() <= MAX_ARCHY_FINDERS
+            && !self
+                .archy_attr_finders
+                .iter()
+                .any(|f| f.find(text).is_some())
+        {
+            return false;
+        }
         if !words_in(text)
             .any(|w| std::str::from_utf8(w).is_ok_and(|w| self.archy_attrs.contains(w)))
         {
@@ -983,7 +1003,7 @@ impl<'a> Lowerer<'a> {
             };
             for name in names {
                 if archy {
-                    self.archy_attrs.insert(name.clone());
+                    self.add_archy_attr(name.clone());
                 }
                 self.ir
                     .class_attrs
@@ -1258,53 +1278,24 @@ impl<'a> Lowerer<'a> {
         if self.ir.device_exports.is_empty() {
             return false;
         }
-        let Some(body) = function.field(F::Body) else {
-            return false;
-        };
-        let text = &self.src[body.byte_range()];
-        if memchr::memmem::find(text, b"return").is_none() {
-            return false;
-        }
-        let mut names: HashSet<&[u8]> = self
+        let names: HashSet<&[u8]> = self
             .ir
             .device_exports
             .iter()
             .map(|name| name.as_bytes())
             .collect();
-        if !words_in(text).any(|word| names.contains(word)) {
-            return false;
-        }
-        let src = self.src;
-        let uses = |node: Node<'a>, names: &HashSet<&[u8]>| {
-            words_in(&src[node.byte_range()]).any(|word| names.contains(word))
-        };
-        // Statements in order, nested definitions skipped.
-        let mut stack: Vec<Node<'a>> = vec![body];
-        let mut order: Vec<Node<'a>> = Vec::new();
-        while let Some(node) = stack.pop() {
-            match node.kind_name() {
-                "function_definition" | "class_definition" | "lambda" => continue,
-                "return_statement" | "assignment" => order.push(node),
-                _ => {}
-            }
-            let mut cursor = node.walk();
-            let children: Vec<Node<'a>> = node.named_children(&mut cursor).collect();
-            stack.extend(children.into_iter().rev());
-        }
-        order.sort_by_key(|node| node.start_byte());
-        for node in order {
-            if node.kind_name() == "return_statement" {
-                if node.named_child(0).is_some_and(|value| uses(value, &names)) {
-                    return true;
-                }
-            } else if let (Some(left), Some(right)) = (node.field(F::Left), node.field(F::Right))
-                && left.kind_name() == "identifier"
-                && uses(right, &names)
-            {
-                names.insert(&src[left.byte_range()]);
-            }
-        }
-        false
+        returns_value_made_from(self.src, function, names, |_| false)
+    }
+
+    /// Whether the method returns a value made from an arch token in its code (`return
+    /// cls.has_device_capability(89)`, or through a local assigned before the `return`), as
+    /// `returns_module_device_value` reads it. A method that only decides on the way
+    /// (`forward` with an `if is_sm90:` inside) returns no such value.
+    fn returns_token_value(&self, function: Node<'a>) -> bool {
+        let tokens = self.tokens;
+        returns_value_made_from(self.src, function, HashSet::default(), |text| {
+            statement_code_hit(tokens, text)
+        })
     }
 
     /// `global a, b` inside a function: its stores to those names are the module's.
@@ -1366,9 +1357,39 @@ impl<'a> Lowerer<'a> {
         self.ir.classes.insert(qualname, base_exprs);
         self.classes.push(name);
         if let Some(body) = node.field(F::Body) {
+            self.token_methods(body);
             self.block(body);
         }
         self.classes.pop();
+    }
+
+    /// The methods of a class body small enough to be helpers that return a value made from an
+    /// arch token (`def supports_fp8(cls): return cls.has_device_capability(89)`), wherever
+    /// they stand in the class: `self.NAME(...)` and `cls.NAME(...)` read the device through
+    /// them, as through a stored attribute (`archy_attrs`; the chunking keeps what reads them,
+    /// `chunks::token_methods`, which takes every method with a token: a superset).
+    /// Resolution follows the call to the method.
+    fn token_methods(&mut self, body: Node<'a>) {
+        let mut cursor = body.walk();
+        for child in body.named_children(&mut cursor) {
+            let function = match child.kind_name() {
+                "function_definition" => Some(child),
+                "decorated_definition" => child
+                    .field(F::Definition)
+                    .filter(|d| d.kind_name() == "function_definition"),
+                _ => None,
+            };
+            let Some(function) = function else {
+                continue;
+            };
+            if child.byte_range().len() <= MAX_HELPER_BODY_BYTES
+                && self.returns_token_value(function)
+                && let Some(name) = function.field(F::Name)
+            {
+                let name = self.owned_text(name);
+                self.add_archy_attr(name);
+            }
+        }
     }
 
     fn function(&mut self, node: Node<'a>, decorators: Vec<Node<'a>>) {
@@ -2563,6 +2584,61 @@ fn may_hold_selection_or_arch_list(text: &[u8]) -> bool {
         || find(text, b"get_nvcc_flags_list").is_some()
 }
 
+/// Whether a `return` of the function (nested definitions left out) returns a value whose
+/// text names one of `names` or that `hit` accepts, directly or through a local assigned from
+/// such a value before it (`ok = is_fast() and n > 0; return ok`). Read from the text of its
+/// statements, in order.
+fn returns_value_made_from<'a>(
+    src: &'a [u8],
+    function: Node<'a>,
+    mut names: HashSet<&'a [u8]>,
+    hit: impl Fn(&[u8]) -> bool,
+) -> bool {
+    let Some(body) = function.field(F::Body) else {
+        return false;
+    };
+    let text = &src[body.byte_range()];
+    if memchr::memmem::find(text, b"return").is_none()
+        || !(hit(text) || words_in(text).any(|word| names.contains(word)))
+    {
+        return false;
+    }
+    let made_from = |node: Node<'a>, names: &HashSet<&[u8]>| {
+        let text = &src[node.byte_range()];
+        hit(text) || words_in(text).any(|word| names.contains(word))
+    };
+    // Statements in order, nested definitions skipped.
+    let mut stack: Vec<Node<'a>> = vec![body];
+    let mut order: Vec<Node<'a>> = Vec::new();
+    while let Some(node) = stack.pop() {
+        match node.kind_name() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "return_statement" | "assignment" => order.push(node),
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'a>> = node.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    order.sort_by_key(|node| node.start_byte());
+    for node in order {
+        if node.kind_name() == "return_statement" {
+            if node
+                .named_child(0)
+                .is_some_and(|value| made_from(value, &names))
+            {
+                return true;
+            }
+        } else if let (Some(left), Some(right)) = (node.field(F::Left), node.field(F::Right))
+            && left.kind_name() == "identifier"
+            && made_from(right, &names)
+        {
+            names.insert(&src[left.byte_range()]);
+        }
+    }
+    false
+}
+
 fn contains_kind(node: Node, kind: &str) -> bool {
     if node.kind_name() == kind {
         return true;
@@ -2614,6 +2690,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
         archy_finders: Vec::new(),
+        archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),
         guards: Vec::new(),
         in_except: 0,
