@@ -203,6 +203,7 @@ fn lower_tree<'a>(
             .borrow_mut()
             .push((p.row as u32 + 1, p.column as u32 + 1));
     }
+    lowerer.token_helpers(root);
     lowerer.block(root);
     if bind {
         lowerer.attach_model(tree);
@@ -1361,6 +1362,36 @@ impl<'a> Lowerer<'a> {
             self.block(body);
         }
         self.classes.pop();
+    }
+
+    /// The top-level functions small enough to be helpers with an arch token in their code,
+    /// known before any statement is lowered: Python looks a global up when the call runs, so
+    /// a function may call one defined further down (aphrodite's
+    /// `DeepseekV32IndexerBackend.supports_device_cpu_query_lens_mismatch` returning
+    /// `_supports_varlen_paged_mqa_logits()`, defined 400 lines below). `function` adds each
+    /// again where it stands; the chunking finds their uses anywhere in the file.
+    fn token_helpers(&mut self, root: Node<'a>) {
+        let mut cursor = root.walk();
+        let definitions: Vec<Node<'a>> = root
+            .named_children(&mut cursor)
+            .filter_map(|child| match child.kind_name() {
+                "function_definition" => Some(child),
+                "decorated_definition" => child
+                    .field(F::Definition)
+                    .filter(|d| d.kind_name() == "function_definition"),
+                _ => None,
+            })
+            .collect();
+        for function in definitions {
+            if function.byte_range().len() <= MAX_HELPER_BODY_BYTES
+                && function.field(F::Body).is_some()
+                && statement_code_hit(self.tokens, &self.src[function.byte_range()])
+                && let Some(name) = function.field(F::Name)
+            {
+                let name = self.owned_text(name);
+                self.add_archy_name(name);
+            }
+        }
     }
 
     /// The methods of a class body small enough to be helpers that return a value made from an
