@@ -1225,7 +1225,16 @@ fn token_methods(splitter: &Splitter, pieces: &[Piece]) -> Vec<String> {
             ),
             _ => piece.range,
         };
-        if whole.1 - whole.0 <= MAX_HELPER_BODY_BYTES && splitter.has_token(whole) {
+        // Sized from its `def` line, as the lowering sizes it (decorators left out).
+        let def_at = splitter
+            .lines
+            .lines(whole.0, whole.1)
+            .find(|line| {
+                let code = line.text.trim_ascii_start();
+                code.starts_with(b"def ") || code.starts_with(b"async def ")
+            })
+            .map_or(whole.0, |line| line.start);
+        if whole.1 - def_at <= MAX_HELPER_BODY_BYTES && splitter.has_token(whole) {
             names.push(name.to_string());
         }
     }

@@ -1371,18 +1371,7 @@ impl<'a> Lowerer<'a> {
     /// `_supports_varlen_paged_mqa_logits()`, defined 400 lines below). `function` adds each
     /// again where it stands; the chunking finds their uses anywhere in the file.
     fn token_helpers(&mut self, root: Node<'a>) {
-        let mut cursor = root.walk();
-        let definitions: Vec<Node<'a>> = root
-            .named_children(&mut cursor)
-            .filter_map(|child| match child.kind_name() {
-                "function_definition" => Some(child),
-                "decorated_definition" => child
-                    .field(F::Definition)
-                    .filter(|d| d.kind_name() == "function_definition"),
-                _ => None,
-            })
-            .collect();
-        for function in definitions {
+        for function in function_definitions(root) {
             if function.byte_range().len() <= MAX_HELPER_BODY_BYTES
                 && function.field(F::Body).is_some()
                 && statement_code_hit(self.tokens, &self.src[function.byte_range()])
@@ -1401,19 +1390,8 @@ impl<'a> Lowerer<'a> {
     /// `chunks::token_methods`, which takes every method with a token: a superset).
     /// Resolution follows the call to the method.
     fn token_methods(&mut self, body: Node<'a>) {
-        let mut cursor = body.walk();
-        for child in body.named_children(&mut cursor) {
-            let function = match child.kind_name() {
-                "function_definition" => Some(child),
-                "decorated_definition" => child
-                    .field(F::Definition)
-                    .filter(|d| d.kind_name() == "function_definition"),
-                _ => None,
-            };
-            let Some(function) = function else {
-                continue;
-            };
-            if child.byte_range().len() <= MAX_HELPER_BODY_BYTES
+        for function in function_definitions(body) {
+            if function.byte_range().len() <= MAX_HELPER_BODY_BYTES
                 && self.returns_token_value(function)
                 && let Some(name) = function.field(F::Name)
             {
@@ -2613,6 +2591,21 @@ fn may_hold_selection_or_arch_list(text: &[u8]) -> bool {
     find(text, b"if").is_some()
         || find(text, b"supported_major_versions").is_some()
         || find(text, b"get_nvcc_flags_list").is_some()
+}
+
+/// The function definitions directly in a block (decorated or not), in order.
+fn function_definitions<'a>(block: Node<'a>) -> Vec<Node<'a>> {
+    let mut cursor = block.walk();
+    block
+        .named_children(&mut cursor)
+        .filter_map(|child| match child.kind_name() {
+            "function_definition" => Some(child),
+            "decorated_definition" => child
+                .field(F::Definition)
+                .filter(|d| d.kind_name() == "function_definition"),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether a `return` of the function (nested definitions left out) returns a value whose
