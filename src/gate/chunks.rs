@@ -1204,8 +1204,9 @@ fn mark_attribute_uses(
 /// The methods (functions below the top level) small enough to be helpers that have a token
 /// in their code (`def supports_fp8(cls): return cls.has_device_capability(89)`): a
 /// `self.NAME(...)` or `cls.NAME(...)` call reads the device through one, which the lowering
-/// takes as it takes a stored attribute (`Lowerer::class`), so the pieces that read `.NAME`
-/// matter too. Sorted, without repeats.
+/// takes as it takes a stored attribute (`Lowerer::token_methods`, which keeps only the
+/// methods whose `return` is made from a token: this set is a superset), so the pieces that
+/// read `.NAME` matter too (`mark_attribute_uses`). Sorted, without repeats.
 fn token_methods(splitter: &Splitter, pieces: &[Piece]) -> Vec<String> {
     let src = splitter.lines.src;
     let mut names: Vec<String> = Vec::new();

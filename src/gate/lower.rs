@@ -47,7 +47,8 @@ pub struct Lowerer<'a> {
     /// a site that uses one is a candidate even without a token of its own.
     archy_names: HashSet<String>,
     /// Attributes stored on a class with an arch-dependent value (`self._fast = ...`, a class
-    /// body's `FAST = ...`): `self._fast` reads one.
+    /// body's `FAST = ...`), and methods that return one (`token_methods`): `self._fast` and
+    /// `cls.supports_fp8()` read one.
     archy_attrs: HashSet<String>,
     /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
     archy_finders: Vec<memchr::memmem::Finder<'static>>,
@@ -364,8 +365,7 @@ impl<'a> Lowerer<'a> {
                     .is_some_and(|o| self.uses_archy_name(o)))
     }
 
-    /// Whether the expression reads `self.x` / `cls.x` (any receiver) for an arch-dependent
-    /// class attribute `x`.
+    /// Records an arch-dependent class attribute or method name (see `archy_attrs`).
     fn add_archy_attr(&mut self, name: String) {
         if self.archy_attrs.len() < MAX_ARCHY_FINDERS && !self.archy_attrs.contains(&name) {
             self.archy_attr_finders
@@ -374,6 +374,8 @@ impl<'a> Lowerer<'a> {
         self.archy_attrs.insert(name);
     }
 
+    /// Whether the expression reads `self.x` / `cls.x` (any receiver) for an arch-dependent
+    /// class attribute `x`.
     fn uses_archy_attr(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
         // As for names: a few memmem scans rule most nodes out before the word walk.
