@@ -724,10 +724,7 @@ pub fn relevant_ranges_at(src: &[u8], token_starts: Vec<usize>) -> Vec<(usize, u
             // still a gate, which resolution reports as unknown.
             let (range, has_token) = match piece.kind {
                 PieceKind::Definition => {
-                    let end = pieces
-                        .get(subtree_end(&pieces, i))
-                        .map_or(src.len(), |p| p.range.0);
-                    let whole = (piece.range.0, end);
+                    let whole = definition_range(&pieces, i, src.len());
                     (whole, splitter.has_token(whole))
                 }
                 _ => (piece.range, token_hit[i]),
@@ -1218,12 +1215,7 @@ fn token_methods(splitter: &Splitter, pieces: &[Piece]) -> Vec<String> {
             continue;
         };
         let whole = match piece.kind {
-            PieceKind::Definition => (
-                piece.range.0,
-                pieces
-                    .get(subtree_end(pieces, i))
-                    .map_or(src.len(), |p| p.range.0),
-            ),
+            PieceKind::Definition => definition_range(pieces, i, src.len()),
             _ => piece.range,
         };
         // Sized from its `def` line, as the lowering sizes it (decorators left out).
@@ -1423,6 +1415,15 @@ impl FxHasher {
 type FxSet<T> = HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// One past the last piece under piece `i`: its pieces follow it, deeper than it.
+/// The whole text of a split definition (the piece `i` is its header): to the next piece
+/// at its depth or above, or the end of the file (`len`).
+fn definition_range(pieces: &[Piece], i: usize, len: usize) -> (usize, usize) {
+    let end = pieces
+        .get(subtree_end(pieces, i))
+        .map_or(len, |p| p.range.0);
+    (pieces[i].range.0, end)
+}
+
 fn subtree_end(pieces: &[Piece], i: usize) -> usize {
     let depth = pieces[i].depth;
     pieces[i + 1..]

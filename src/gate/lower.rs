@@ -1281,13 +1281,13 @@ impl<'a> Lowerer<'a> {
         if self.ir.device_exports.is_empty() {
             return false;
         }
-        let names: HashSet<&[u8]> = self
-            .ir
-            .device_exports
-            .iter()
-            .map(|name| name.as_bytes())
-            .collect();
-        returns_value_made_from(self.src, function, names, |_| false)
+        let exports = &self.ir.device_exports;
+        returns_value_made_from(
+            self.src,
+            function,
+            || exports.iter().map(|name| name.as_bytes()).collect(),
+            |_| false,
+        )
     }
 
     /// Whether the method returns a value made from an arch token in its code (`return
@@ -1296,7 +1296,7 @@ impl<'a> Lowerer<'a> {
     /// (`forward` with an `if is_sm90:` inside) returns no such value.
     fn returns_token_value(&self, function: Node<'a>) -> bool {
         let tokens = self.tokens;
-        returns_value_made_from(self.src, function, HashSet::default(), |text| {
+        returns_value_made_from(self.src, function, HashSet::default, |text| {
             statement_code_hit(tokens, text)
         })
     }
@@ -2613,20 +2613,23 @@ fn function_definitions<'a>(block: Node<'a>) -> Vec<Node<'a>> {
 /// Whether a `return` of the function (nested definitions left out) returns a value whose
 /// text names one of `names` or that `hit` accepts, directly or through a local assigned from
 /// such a value before it (`ok = is_fast() and n > 0; return ok`). Read from the text of its
-/// statements, in order.
+/// statements, in order. `names` is made only for a body that returns something: this runs
+/// for every function the lowering reads.
 fn returns_value_made_from<'a>(
     src: &'a [u8],
     function: Node<'a>,
-    mut names: HashSet<&'a [u8]>,
+    names: impl FnOnce() -> HashSet<&'a [u8]>,
     hit: impl Fn(&[u8]) -> bool,
 ) -> bool {
     let Some(body) = function.field(F::Body) else {
         return false;
     };
     let text = &src[body.byte_range()];
-    if memchr::memmem::find(text, b"return").is_none()
-        || !(hit(text) || words_in(text).any(|word| names.contains(word)))
-    {
+    if memchr::memmem::find(text, b"return").is_none() {
+        return false;
+    }
+    let mut names = names();
+    if !(hit(text) || words_in(text).any(|word| names.contains(word))) {
         return false;
     }
     let made_from = |node: Node<'a>, names: &HashSet<&[u8]>| {
