@@ -863,9 +863,21 @@ fn lower_hits(
     let statements = |hit: usize| first[hits[hit].file].1.as_deref().unwrap_or(&[]);
     let deps: Vec<Vec<usize>> = (0..hits.len())
         .map(|hit| {
+            // A module, and the submodules imported from it (`from .. import runtime`).
             let mut on: Vec<usize> = statements(hit)
                 .iter()
-                .filter_map(|statement| by_module.get(statement.module.as_str()).copied())
+                .flat_map(|statement| {
+                    let submodules = statement.names.iter().filter_map(|(member, _)| {
+                        by_module
+                            .get(exports::submodule(&statement.module, member).as_str())
+                            .copied()
+                    });
+                    by_module
+                        .get(statement.module.as_str())
+                        .copied()
+                        .into_iter()
+                        .chain(submodules)
+                })
                 .filter(|&dep| dep != hit)
                 .collect();
             on.sort_unstable();
@@ -1000,11 +1012,10 @@ fn lower_importers(
             .filter_map(|(file, statements)| {
                 let statements = statements.as_deref()?;
                 let imports_a_new_name = statements.iter().any(|statement| {
-                    fresh.get(&statement.module).is_some_and(|new| {
-                        statement
-                            .names
-                            .iter()
-                            .any(|(member, _)| new.contains(member))
+                    let new = fresh.get(&statement.module);
+                    statement.names.iter().any(|(member, _)| {
+                        new.is_some_and(|new| new.contains(member))
+                            || fresh.contains_key(&exports::submodule(&statement.module, member))
                     })
                 });
                 if !imports_a_new_name {
@@ -1032,10 +1043,22 @@ fn lower_importers(
         if found.is_empty() {
             break;
         }
-        let relowered: Vec<Option<SharedModule>> = found
+        // `Some(None)`: the file's new names are a submodule's (`common._arch_for`) that its
+        // text never reads; lowering it again would give what it gave.
+        let relowered: Vec<Option<Option<SharedModule>>> = found
             .par_iter()
             .map(|(file, module, is_package, names)| {
                 let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
+                let before = imported.get(module);
+                let unread = names
+                    .iter()
+                    .filter(|name| before.is_none_or(|b| !b.contains(name)))
+                    .all(|name| {
+                        name.contains('.') && whole_word_starts(&bytes, name).next().is_none()
+                    });
+                if unread {
+                    return Some(None);
+                }
                 let edited = overlay.contains_key(&relative(Path::new(""), file));
                 match lowering.lower_file(
                     &bytes,
@@ -1046,7 +1069,7 @@ fn lower_importers(
                     &[],
                     names,
                 ) {
-                    Lowered::Ir(ir) => Some(ir),
+                    Lowered::Ir(ir) => Some(Some(ir)),
                     Lowered::Nothing => None,
                 }
             })
@@ -1057,8 +1080,13 @@ fn lower_importers(
             position.insert(file.clone(), i);
         }
         for ((file, module, _, names), ir) in found.into_iter().zip(relowered) {
-            let Some(ir) = ir else {
-                continue;
+            let ir = match ir {
+                Some(Some(ir)) => ir,
+                Some(None) => {
+                    imported.insert(module, names);
+                    continue;
+                }
+                None => continue,
             };
             let new: BTreeSet<String> = exports_of(&ir)
                 .into_iter()

@@ -16,8 +16,9 @@
 //! import as for any other name.
 //!
 //! Only `from m import name [as alias]` is followed (relative or absolute, also inside a
-//! function); `import m` then `m.name` is not, as no real gate seen so far reads a device flag
-//! that way.
+//! function), and `from pkg import submodule [as alias]` then `alias.name` (the file is
+//! lowered with the dotted `alias.name` as arch-dependent); `import pkg.m` then `pkg.m.name`
+//! is not.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,16 +45,24 @@ pub fn device_names_imported_by(
 ) -> Vec<String> {
     let mut locals: BTreeSet<String> = BTreeSet::new();
     for statement in statements {
-        let Some(names) = exports.get(&statement.module) else {
-            continue;
-        };
+        let names = exports.get(&statement.module);
         for (member, local) in &statement.names {
-            if names.contains(member) {
+            if names.is_some_and(|names| names.contains(member)) {
                 locals.insert(local.clone());
+            }
+            // `from .. import runtime as common`: a submodule, whose device names the file
+            // reads as `common._arch_for(device)` (flashinfer's cuDNN Frost backends).
+            if let Some(names) = exports.get(&submodule(&statement.module, member)) {
+                locals.extend(names.iter().map(|name| format!("{local}.{name}")));
             }
         }
     }
     locals.into_iter().collect()
+}
+
+/// The module `from MODULE import member` binds where `member` is a submodule.
+pub fn submodule(module: &str, member: &str) -> String {
+    format!("{module}.{member}")
 }
 
 /// The `from ... import ...` statements of a file, read from its text: a line whose code
@@ -203,6 +212,25 @@ x = 'from a.fla.utils import not_an_import'\n";
             ),
         );
         assert_eq!(names, vec!["is_gather", "is_nvidia_hopper", "tf32"]);
+    }
+
+    #[test]
+    fn a_submodule_imported_from_its_package_gives_its_names_dotted() {
+        let source = b"from .. import runtime as common\nfrom . import runtime, other\n";
+        let names = device_names_imported_by(
+            &from_imports(source, "a.b.fma", false),
+            &BTreeMap::from([
+                (
+                    "a.runtime".to_string(),
+                    BTreeSet::from(["_arch_for".to_string()]),
+                ),
+                (
+                    "a.b.runtime".to_string(),
+                    BTreeSet::from(["flag".to_string()]),
+                ),
+            ]),
+        );
+        assert_eq!(names, vec!["common._arch_for", "runtime.flag"]);
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct Lowerer<'a> {
     /// body's `FAST = ...`), and methods that return one (`token_methods`): `self._fast` and
     /// `cls.supports_fp8()` read one.
     archy_attrs: HashSet<String>,
+    /// Device names of submodules the file imports, as it reads them (`common._arch_for`
+    /// after `from .. import runtime as common`).
+    archy_paths: Vec<String>,
     /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
     archy_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The same for `archy_attrs` (see `uses_archy_attr`).
@@ -180,6 +183,7 @@ fn lower_tree<'a>(
         classes: Vec::new(),
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
+        archy_paths: Vec::new(),
         archy_finders: Vec::new(),
         archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),
@@ -305,25 +309,35 @@ impl<'a> Lowerer<'a> {
         let key = (node.id(), node.end_byte());
         if let Some((id, end, names, hit)) = self.last_archy.get()
             && (id, end) == key
-            && (hit || names == self.archy_names.len() + self.archy_attrs.len())
+            && (hit
+                || names
+                    == self.archy_names.len() + self.archy_attrs.len() + self.archy_paths.len())
         {
             return hit;
         }
         let hit = self.archy(node)
-            || (!self.archy_names.is_empty()
+            || (self.has_archy_names()
                 && self.may_use_archy_name(node)
                 && self.uses_archy_name(node))
             || (!self.archy_attrs.is_empty() && self.uses_archy_attr(node));
         self.last_archy.set(Some((
             key.0,
             key.1,
-            self.archy_names.len() + self.archy_attrs.len(),
+            self.archy_names.len() + self.archy_attrs.len() + self.archy_paths.len(),
             hit,
         )));
         hit
     }
 
     fn add_archy_name(&mut self, name: String) {
+        // `common._arch_for`: a device name of a submodule the file imports, read through the
+        // module's local name (`gate::exports`); no binding of this module.
+        if name.contains('.') {
+            if !self.archy_paths.contains(&name) {
+                self.archy_paths.push(name);
+            }
+            return;
+        }
         // A module-level binding (a flag, a top-level helper, an import of one) is what other
         // modules can import: `gate::exports` looks for files that do.
         if self.at_module_level() {
@@ -342,6 +356,13 @@ impl<'a> Lowerer<'a> {
     /// scans, or with many names, looking each identifier-like word of the text up.
     fn may_use_archy_name(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
+        if self
+            .archy_paths
+            .iter()
+            .any(|path| memchr::memmem::find(text, path.as_bytes()).is_some())
+        {
+            return true;
+        }
         if self.archy_names.len() > MAX_ARCHY_FINDERS {
             return words_in(text)
                 .any(|word| std::str::from_utf8(word).is_ok_and(|w| self.archy_names.contains(w)));
@@ -354,6 +375,9 @@ impl<'a> Lowerer<'a> {
     fn uses_archy_name(&self, node: Node<'a>) -> bool {
         if node.kind_name() == "identifier" {
             return self.archy_names.contains(self.text(node));
+        }
+        if self.is_archy_path(node) {
+            return true;
         }
         if !self.archy_attrs.is_empty() && self.uses_archy_attr(node) {
             return true;
@@ -424,6 +448,7 @@ impl<'a> Lowerer<'a> {
                 match child.kind_name() {
                     "identifier" if self.archy_names.contains(self.text(child)) => return true,
                     "identifier" => {}
+                    "attribute" if self.is_archy_path(child) => return true,
                     _ if cursor.goto_first_child() => continue,
                     _ => {}
                 }
@@ -435,6 +460,18 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
+    }
+
+    /// Whether any name (or submodule path) is known to be arch-dependent yet.
+    fn has_archy_names(&self) -> bool {
+        !self.archy_names.is_empty() || !self.archy_paths.is_empty()
+    }
+
+    /// Whether the node is `module.name` for a device name of an imported submodule.
+    fn is_archy_path(&self, node: Node<'a>) -> bool {
+        !self.archy_paths.is_empty()
+            && node.kind_name() == "attribute"
+            && self.archy_paths.iter().any(|path| path == self.text(node))
     }
 
     fn at_module_level(&self) -> bool {
@@ -928,7 +965,7 @@ impl<'a> Lowerer<'a> {
             return self.archy_or_derived(value);
         }
         code_hit_outside_strings(self.tokens, &self.src[value.byte_range()])
-            || (!self.archy_names.is_empty()
+            || (self.has_archy_names()
                 && self.may_use_archy_name(value)
                 && self.uses_archy_name(value))
     }
@@ -2274,6 +2311,15 @@ impl<'a> Lowerer<'a> {
                     _ => Expr::Other(self.owned_text(node)),
                 }
             }
+            // `[int(v) for v in cap]` is `list(map(int, cap))`.
+            "list_comprehension" => match self.converting_loop(node, d) {
+                Some(converted) => Expr::Call {
+                    func: Box::new(Expr::Name("list".into())),
+                    args: vec![converted],
+                    kwargs: Vec::new(),
+                },
+                None => Expr::Other(self.owned_text(node)),
+            },
             "conditional_expression" => {
                 let parts: Vec<Expr> = self.children(node, d);
                 match <[Expr; 3]>::try_from(parts) {
@@ -2310,6 +2356,19 @@ impl<'a> Lowerer<'a> {
             && let Some(unrolled) = self.unroll_generator(generator, name == "any", depth)
         {
             return unrolled;
+        }
+        if let Expr::Name(name) = &func
+            && (name == "tuple" || name == "list")
+            && let Some(converted) = node
+                .field(F::Arguments)
+                .filter(|a| a.kind_name() == "generator_expression")
+                .and_then(|generator| self.converting_loop(generator, depth))
+        {
+            return Expr::Call {
+                func: Box::new(func),
+                args: vec![converted],
+                kwargs: Vec::new(),
+            };
         }
         let mut args = Vec::new();
         let mut kwargs = Vec::new();
@@ -2360,6 +2419,27 @@ impl<'a> Lowerer<'a> {
         depth: usize,
     ) -> Option<(Node<'a>, &'a str, Vec<Expr>)> {
         const MAX_UNROLLED: usize = 16;
+        let (body, target, iterable) = self.single_loop(generator)?;
+        let items = match self.expr(iterable, depth) {
+            Expr::Tuple(items) | Expr::List(items) => items,
+            _ => return None,
+        };
+        fn constant(e: &Expr) -> bool {
+            match e {
+                Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) => true,
+                Expr::Tuple(items) => items.iter().all(constant),
+                _ => false,
+            }
+        }
+        if items.len() > MAX_UNROLLED || !items.iter().all(constant) {
+            return None;
+        }
+        Some((body, target, items))
+    }
+
+    /// The element, loop variable and iterable of a generator or comprehension with one
+    /// `for` over a plain name and no filter (`int(v) for v in cap`).
+    fn single_loop(&self, generator: Node<'a>) -> Option<(Node<'a>, &'a str, Node<'a>)> {
         let body = generator.field(F::Body)?;
         let mut cursor = generator.walk();
         let clauses: Vec<Node<'a>> = generator
@@ -2375,21 +2455,44 @@ impl<'a> Lowerer<'a> {
         let target = clause
             .field(F::Left)
             .filter(|t| t.kind_name() == "identifier")?;
-        let items = match self.expr(clause.field(F::Right)?, depth) {
-            Expr::Tuple(items) | Expr::List(items) => items,
-            _ => return None,
-        };
-        fn constant(e: &Expr) -> bool {
-            match e {
-                Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) => true,
-                Expr::Tuple(items) => items.iter().all(constant),
-                _ => false,
-            }
+        Some((body, self.text(target), clause.field(F::Right)?))
+    }
+
+    /// A loop that only converts each element, as the iterable it reads: `v for v in cap` is
+    /// `cap`, `int(v) for v in cap` is `map(int, cap)`, so that `tuple(int(v) for v in
+    /// torch.cuda.get_device_capability(d))` is the capability (flashinfer writes its targets
+    /// so). `None` for any other loop.
+    fn converting_loop(&self, generator: Node<'a>, depth: usize) -> Option<Expr> {
+        let (body, target, iterable) = self.single_loop(generator)?;
+        let iterable = self.expr(iterable, depth);
+        if body.kind_name() == "identifier" && self.text(body) == target {
+            return Some(iterable);
         }
-        if items.len() > MAX_UNROLLED || !items.iter().all(constant) {
+        if body.kind_name() != "call" {
             return None;
         }
-        Some((body, self.text(target), items))
+        let function = body.field(F::Function)?;
+        let arguments = body.field(F::Arguments)?;
+        let mut cursor = arguments.walk();
+        let args: Vec<Node<'a>> = arguments
+            .named_children(&mut cursor)
+            .filter(|a| a.kind_name() != "comment")
+            .collect();
+        match args.as_slice() {
+            [arg]
+                if function.kind_name() == "identifier"
+                    && self.text(function) == "int"
+                    && arg.kind_name() == "identifier"
+                    && self.text(*arg) == target =>
+            {
+                Some(Expr::Call {
+                    func: Box::new(Expr::Name("map".into())),
+                    args: vec![Expr::Name("int".into()), iterable],
+                    kwargs: Vec::new(),
+                })
+            }
+            _ => None,
+        }
     }
 
     fn bool_op(&self, node: Node<'a>, depth: usize) -> Expr {
@@ -2718,6 +2821,7 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         classes: Vec::new(),
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
+        archy_paths: Vec::new(),
         archy_finders: Vec::new(),
         archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),

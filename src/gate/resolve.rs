@@ -736,7 +736,7 @@ impl<'a> Resolver<'a> {
         // not worth a candidate (this runs for thousands of calls).
         STEPS.with(|steps| steps.set(STEP_BUDGET - FEED_STEP_BUDGET));
         let scope = Scope::at(module, site.function, site.byte);
-        let val = self.eval(arg, scope, 0);
+        let val = capability_pair(self.eval(arg, scope, 0));
         let _ = take_assumptions();
         feeds_device(&val)
     }
@@ -1353,7 +1353,7 @@ impl<'a> Resolver<'a> {
                 continue;
             };
             let scope = Scope::at(module, call.function, call.byte);
-            let val = self.eval(arg, scope, depth + 1);
+            let val = capability_pair(self.eval(arg, scope, depth + 1));
             let device = is_device(&val)
                 || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
                 || matches!(&val, Val::Choice(_));
@@ -2718,8 +2718,13 @@ fn call_builtin(builtin: Builtin, args: Vec<Val>, expr: &Expr) -> Val {
             Some(v @ (Val::Seq(_) | Val::Str(_) | Val::Dev(_))) => v,
             _ => Val::Free(expr.text()),
         },
-        Builtin::Map => match args.next() {
-            Some(Val::Cuda { .. }) => Val::Cuda { numeric: true },
+        Builtin::Map => match (first, args.next()) {
+            (_, Some(Val::Cuda { .. })) => Val::Cuda { numeric: true },
+            // `map(int, torch.cuda.get_device_capability())`: the capability's numbers are
+            // ints already. (`int` is free text where the pruning left the builtin's name
+            // unresolved: nothing of the module binds it.)
+            (Some(Val::Builtin(Builtin::Int)), Some(v @ Val::Dev(DevVar::Cap))) => v,
+            (Some(Val::Free(name)), Some(v @ Val::Dev(DevVar::Cap))) if name == "int" => v,
             _ => Val::Free(expr.text()),
         },
         Builtin::Int => match first {
@@ -2935,6 +2940,16 @@ fn feeds_device(val: &Val) -> bool {
         }
         Val::Pred(p) => p.is_arch_dependent(),
         other => is_device(other),
+    }
+}
+
+/// A capability written out as its two numbers (`return int(cc[0]), int(cc[1])`, flashinfer's
+/// `_device_capability`) is the capability, when passed on as an argument: the callee's
+/// parameter is the device's, as if the tuple torch returns had been passed.
+fn capability_pair(val: Val) -> Val {
+    match &val {
+        Val::Seq(_) if as_dev(&val) == Some(DevVar::Cap) => Val::Dev(DevVar::Cap),
+        _ => val,
     }
 }
 
@@ -3260,9 +3275,11 @@ fn compare(left: Val, op: CmpOp, right: Val, text: &str) -> Val {
     }
     // `cap is None`: whether a device is there at all. Every target gatefix audits is a
     // GPU (as `is_cuda()` is true), so its capability is never None: not a gate, a constant.
+    // (A capability written out as its two numbers is one too.)
+    let device = |v: &Val| is_device(v) || as_dev(v).is_some();
     if matches!(op, CmpOp::Is | CmpOp::IsNot | CmpOp::Eq | CmpOp::Ne)
-        && (is_device(&left) && matches!(right, Val::NoneV)
-            || is_device(&right) && matches!(left, Val::NoneV))
+        && (device(&left) && matches!(right, Val::NoneV)
+            || device(&right) && matches!(left, Val::NoneV))
     {
         return Val::Bool(matches!(op, CmpOp::IsNot | CmpOp::Ne));
     }
