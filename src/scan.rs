@@ -1439,7 +1439,7 @@ impl Lowering for FedLowering<'_> {
                     .iter()
                     .map(|&i| {
                         let ask = &asks[i];
-                        resolver.passes_device_value(ask.caller, ask.site, ask.argument)
+                        resolver.passes_device_value(ask.caller, ask.site, ask.argument, ask.spread)
                     })
                     .collect();
                 if let Some(memo) = memo {

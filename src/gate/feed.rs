@@ -59,6 +59,9 @@ pub struct Ask<'m> {
     pub caller: &'m SharedModule,
     pub site: &'m CallSite,
     pub argument: &'m Expr,
+    /// The argument is an item of a splat (`f(*cap)` passes `cap[1]`): only a device number
+    /// counts, as what else a spread sequence holds is not known item by item.
+    pub spread: bool,
 }
 
 /// What the pass did.
@@ -107,7 +110,8 @@ pub fn feed_parameters(
             .map(|(caller, site, _, _, argument)| Ask {
                 caller,
                 site,
-                argument,
+                argument: argument.as_ref(),
+                spread: matches!(argument, std::borrow::Cow::Owned(_)),
             })
             .collect();
         let found = clock.elapsed();
@@ -164,7 +168,13 @@ pub fn feed_parameters(
 }
 
 /// (caller, call, target module, parameter, argument): a call that may feed a parameter.
-type Candidate<'m> = (&'m SharedModule, &'m CallSite, String, String, &'m Expr);
+type Candidate<'m> = (
+    &'m SharedModule,
+    &'m CallSite,
+    String,
+    String,
+    std::borrow::Cow<'m, Expr>,
+);
 
 /// Lowerings of modules read only to see what they bind to a top-level name, by module and
 /// name.
@@ -254,7 +264,10 @@ fn prefetch_definitions(
 
 /// The parameters of `function` that the call passes a device-dependent argument to, with
 /// the argument.
-fn fed_arguments<'s>(function: &Signature, site: &'s CallSite) -> Vec<(String, &'s Expr)> {
+fn fed_arguments<'s>(
+    function: &Signature,
+    site: &'s CallSite,
+) -> Vec<(String, std::borrow::Cow<'s, Expr>)> {
     let bound = usize::from(
         function.method
             && function
@@ -262,16 +275,24 @@ fn fed_arguments<'s>(function: &Signature, site: &'s CallSite) -> Vec<(String, &
                 .first()
                 .is_some_and(|p| p.name == "self" || p.name == "cls"),
     );
-    let mut found: Vec<(String, &Expr)> = site
-        .device_args
-        .iter()
-        .filter_map(|&i| {
-            Some((
-                function.params.get(i + bound)?.name.clone(),
-                site.args.get(i)?,
-            ))
-        })
-        .collect();
+    let mut found: Vec<(String, std::borrow::Cow<'s, Expr>)> = Vec::new();
+    for &i in &site.device_args {
+        // `f(*get_compute_capability(d))`: the splat's items are the parameters from there on;
+        // only a capability's two numbers count as the device's (`Ask::spread`), so two are
+        // asked.
+        let last = match site.args.get(i) {
+            Some(Expr::Starred(_)) => i + 2,
+            _ => i + 1,
+        };
+        for position in i..last {
+            if let (Some(param), Some(argument)) = (
+                function.params.get(position + bound),
+                Expr::positional(&site.args, position),
+            ) {
+                found.push((param.name.clone(), argument));
+            }
+        }
+    }
     for keyword in &site.device_kwargs {
         if function
             .params
@@ -280,7 +301,7 @@ fn fed_arguments<'s>(function: &Signature, site: &'s CallSite) -> Vec<(String, &
             .any(|p| p.name == *keyword)
             && let Some((_, argument)) = site.kwargs.iter().find(|(k, _)| k == keyword)
         {
-            found.push((keyword.clone(), argument));
+            found.push((keyword.clone(), std::borrow::Cow::Borrowed(argument)));
         }
     }
     found.retain(|(n, _)| n != "self" && n != "cls" && !n.starts_with('*'));

@@ -46,6 +46,8 @@ pub enum Expr {
         text: String,
         parts: Vec<FPart>,
     },
+    /// `*value` among a call's arguments: the value's items are the arguments from there on.
+    Starred(Box<Expr>),
     /// Source text of something not modelled (lambda, comprehension ...).
     Other(String),
 }
@@ -64,7 +66,7 @@ impl Expr {
         let any = |items: &[Expr]| items.iter().any(|e| e.reads(name));
         match self {
             Expr::Name(n) => n == name,
-            Expr::Attr(obj, _) | Expr::Not(obj) => obj.reads(name),
+            Expr::Attr(obj, _) | Expr::Not(obj) | Expr::Starred(obj) => obj.reads(name),
             Expr::Call { func, args, kwargs } => {
                 func.reads(name) || any(args) || kwargs.iter().any(|(_, v)| v.reads(name))
             }
@@ -91,6 +93,31 @@ impl Expr {
             | Expr::NoneLit
             | Expr::Other(_) => false,
         }
+    }
+
+    /// Positional argument `index` of a call's `args`, through a `*value` before it (`f(*cap)`
+    /// passes `cap[0]`, `cap[1]`, ...): the argument itself, or `value[k]` built for it.
+    pub fn positional(args: &[Expr], index: usize) -> Option<std::borrow::Cow<'_, Expr>> {
+        use std::borrow::Cow;
+        for (at, arg) in args.iter().enumerate() {
+            if let Expr::Starred(value) = arg {
+                // Only a splat that ends the positional arguments says where each item goes;
+                // a name spread on (`f(backend, *args)`, the caller's own `*args`) is not read
+                // item by item: following it parameter by parameter through every caller
+                // multiplies work (flashinfer's prefill modules) for no device value.
+                let named = matches!(value.as_ref(), Expr::Name(_));
+                return (at + 1 == args.len() && index >= at && !named).then(|| {
+                    Cow::Owned(Expr::Subscript(
+                        value.clone(),
+                        Box::new(Expr::Int((index - at) as i64)),
+                    ))
+                });
+            }
+            if at == index {
+                return Some(Cow::Borrowed(arg));
+            }
+        }
+        None
     }
 
     /// The expression with every read of `name` replaced by `value` (an unrolled loop's
@@ -122,6 +149,7 @@ impl Expr {
             Expr::And(parts) => Expr::And(all(parts)),
             Expr::Or(parts) => Expr::Or(all(parts)),
             Expr::Not(inner) => Expr::Not(sub(inner)),
+            Expr::Starred(inner) => Expr::Starred(sub(inner)),
             Expr::Compare(first, rest) => Expr::Compare(
                 sub(first),
                 rest.iter()
@@ -531,6 +559,10 @@ impl Expr {
                 f.write_str("]")
             }
             Expr::Slice => f.write_str(":"),
+            Expr::Starred(inner) => {
+                f.write_str("*")?;
+                inner.render(f)
+            }
             Expr::Int(n) => write!(f, "{n}"),
             Expr::Str(s) => write!(f, "{s:?}"),
             Expr::Bool(true) => f.write_str("True"),

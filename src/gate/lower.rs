@@ -2123,7 +2123,7 @@ impl<'a> Lowerer<'a> {
                         device_kwargs.push(self.owned_text(name));
                     }
                 }
-                "list_splat" | "dictionary_splat" => position += 1,
+                "dictionary_splat" => position += 1,
                 _ => {
                     if self.archy_or_derived(*arg) {
                         device_args.push(position);
@@ -2383,6 +2383,10 @@ impl<'a> Lowerer<'a> {
                         }
                     }
                     "comment" => {}
+                    "list_splat" => args.push(match arg.named_child(0) {
+                        Some(value) => Expr::Starred(Box::new(self.expr(value, depth))),
+                        None => Expr::Other(self.owned_text(arg)),
+                    }),
                     _ => args.push(self.expr(arg, depth)),
                 }
             }

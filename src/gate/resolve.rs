@@ -730,7 +730,14 @@ impl<'a> Resolver<'a> {
 
     /// Whether an argument a call passes carries the device's value, read where the call
     /// is: what makes the callee's parameter the device's (`gate::feed`).
-    pub fn passes_device_value(&self, module: &SharedModule, site: &CallSite, arg: &Expr) -> bool {
+    /// `spread`: the argument is an item of a splat, which counts only as a device number.
+    pub fn passes_device_value(
+        &self,
+        module: &SharedModule,
+        site: &CallSite,
+        arg: &Expr,
+        spread: bool,
+    ) -> bool {
         reset_budget();
         // A device value passed on is found in a few steps; an argument that takes more is
         // not worth a candidate (this runs for thousands of calls).
@@ -738,7 +745,11 @@ impl<'a> Resolver<'a> {
         let scope = Scope::at(module, site.function, site.byte);
         let val = capability_pair(self.eval(arg, scope, 0));
         let _ = take_assumptions();
-        feeds_device(&val)
+        if spread {
+            is_device(&val)
+        } else {
+            feeds_device(&val)
+        }
     }
 
     /// The predicate of an expression used as a condition.
@@ -808,10 +819,16 @@ impl<'a> Resolver<'a> {
                 if !consumes_arguments(&callee) && !matches!(callee, Val::Unknown(_)) {
                     return self.call(callee, Vec::new(), Vec::new(), expr, depth);
                 }
-                let args: Vec<Val> = args
-                    .iter()
-                    .map(|a| self.eval(a, scope, depth + 1))
-                    .collect();
+                let mut values: Vec<Val> = Vec::with_capacity(args.len());
+                for arg in args {
+                    match arg {
+                        Expr::Starred(inner) => {
+                            values.extend(splat(self.eval(inner, scope, depth + 1), arg))
+                        }
+                        _ => values.push(self.eval(arg, scope, depth + 1)),
+                    }
+                }
+                let args = values;
                 let kwargs = kwargs
                     .iter()
                     .map(|(k, v)| (k.clone(), self.eval(v, scope, depth + 1)))
@@ -872,7 +889,8 @@ impl<'a> Resolver<'a> {
             }
             Expr::FString { parts, .. } => self.fstring(parts, expr, scope, depth),
             Expr::Dict(pairs) => table(pairs).unwrap_or_else(|| Val::Free(expr.text())),
-            Expr::Other(_) => Val::Free(expr.text()),
+            // A splat read on its own (not as a call's arguments) is no one value.
+            Expr::Other(_) | Expr::Starred(_) => Val::Free(expr.text()),
             Expr::Int(_) | Expr::Str(_) | Expr::Bool(_) | Expr::NoneLit => {
                 self.eval(expr, scope, depth)
             }
@@ -1347,16 +1365,20 @@ impl<'a> Resolver<'a> {
                 .kwargs
                 .iter()
                 .find(|(k, _)| k == name)
-                .map(|(_, v)| v)
-                .or_else(|| call.args.get(index))
+                .map(|(_, v)| std::borrow::Cow::Borrowed(v))
+                .or_else(|| Expr::positional(&call.args, index))
             else {
                 continue;
             };
+            // An item of a splat (`f(*cap)`) counts only where it is a device number: what
+            // else a spread sequence holds is not known item by item.
+            let spread = matches!(arg, std::borrow::Cow::Owned(_));
             let scope = Scope::at(module, call.function, call.byte);
-            let val = capability_pair(self.eval(arg, scope, depth + 1));
+            let val = capability_pair(self.eval(&arg, scope, depth + 1));
             let device = is_device(&val)
-                || matches!(&val, Val::Pred(p) if p.is_arch_dependent())
-                || matches!(&val, Val::Choice(_));
+                || !spread
+                    && (matches!(&val, Val::Pred(p) if p.is_arch_dependent())
+                        || matches!(&val, Val::Choice(_)));
             if device {
                 push_distinct(&mut found, val);
             }
@@ -2940,6 +2962,18 @@ fn feeds_device(val: &Val) -> bool {
         }
         Val::Pred(p) => p.is_arch_dependent(),
         other => is_device(other),
+    }
+}
+
+/// The arguments `*value` passes: a capability's major and minor
+/// (`get_sm_count_constraint(*get_compute_capability(dev))`); anything else is one free
+/// argument, as before splats were read (a `*args` parameter's value is not modelled item by
+/// item, and its items' positions would bind parameters wrongly).
+fn splat(value: Val, expr: &Expr) -> Vec<Val> {
+    if as_dev(&value) == Some(DevVar::Cap) {
+        vec![Val::Dev(DevVar::Major), Val::Dev(DevVar::Minor)]
+    } else {
+        vec![Val::Free(expr.text())]
     }
 }
 
