@@ -16,9 +16,9 @@
 //! import as for any other name.
 //!
 //! Only `from m import name [as alias]` is followed (relative or absolute, also inside a
-//! function), and `from pkg import submodule [as alias]` then `alias.name` (the file is
-//! lowered with the dotted `alias.name` as arch-dependent); `import pkg.m` then `pkg.m.name`
-//! is not.
+//! function), and a submodule imported from its package, `from pkg import m [as alias]` or
+//! `import pkg.m [as alias]`, then `alias.name` or `pkg.m.name` (the file is lowered with the
+//! dotted name as arch-dependent).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -93,7 +93,52 @@ pub fn from_imports(source: &[u8], module: &str, is_package: bool) -> Vec<FromIm
         }
         at = end.max(line_end) + 1;
     }
+    import_statements(source, &mut out);
     out
+}
+
+/// `import a.b.c as m` (and `import a.b.c`) of a file, read as `from a.b import c as m`
+/// (`from a.b import c as a.b.c`): the submodule's device names are then read as `m.NAME`
+/// (`a.b.c.NAME`). A module with no package (`import os`) binds nothing of another module.
+fn import_statements(source: &[u8], out: &mut Vec<FromImport>) {
+    for start in memchr::memmem::find_iter(source, b"import ") {
+        let line_start = memchr::memrchr(b'\n', &source[..start]).map_or(0, |i| i + 1);
+        if !source[line_start..start]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t'))
+        {
+            continue;
+        }
+        let line_end = memchr::memchr(b'\n', &source[start..]).map_or(source.len(), |i| start + i);
+        let Ok(line) = std::str::from_utf8(&source[start + b"import ".len()..line_end]) else {
+            continue;
+        };
+        let code = line.split('#').next().unwrap_or_default();
+        if code.contains(['(', '\\', ';']) {
+            continue;
+        }
+        for item in code.split(',') {
+            let mut words = item.split_whitespace();
+            let Some(dotted) = words.next() else {
+                continue;
+            };
+            let Some((package, member)) = dotted.rsplit_once('.') else {
+                continue;
+            };
+            if !dotted.split('.').all(is_identifier) {
+                continue;
+            }
+            let local = match (words.next(), words.next(), words.next()) {
+                (Some("as"), Some(alias), None) if is_identifier(alias) => alias,
+                (None, _, _) => dotted,
+                _ => continue,
+            };
+            out.push(FromImport {
+                module: package.to_string(),
+                names: vec![(member.to_string(), local.to_string())],
+            });
+        }
+    }
 }
 
 /// Where the statement starting at `from` ends: the end of its line, unless a `(` is open
@@ -234,6 +279,29 @@ x = 'from a.fla.utils import not_an_import'\n";
     }
 
     #[test]
+    fn an_imported_submodule_gives_its_names_under_its_alias_or_its_path() {
+        let source = b"import os\nimport a.runtime as rt, a.b.runtime  # why\n\
+x = 'import a.runtime as no'\ndef f():\n    import a.runtime as inner\n";
+        let names = device_names_imported_by(
+            &from_imports(source, "a.b.fma", false),
+            &BTreeMap::from([
+                (
+                    "a.runtime".to_string(),
+                    BTreeSet::from(["_arch_for".to_string()]),
+                ),
+                (
+                    "a.b.runtime".to_string(),
+                    BTreeSet::from(["flag".to_string()]),
+                ),
+            ]),
+        );
+        assert_eq!(
+            names,
+            vec!["a.b.runtime.flag", "inner._arch_for", "rt._arch_for"]
+        );
+    }
+
+    #[test]
     fn a_name_of_another_module_or_not_exported_is_no_device_name() {
         let source = b"from a.other import is_nvidia_hopper\nfrom a.fla.utils import helper\n";
         let names = device_names_imported_by(
@@ -289,7 +357,8 @@ x = 'from a.fla.utils import not_an_import'\n";
         for source in &sources {
             for (module, is_package) in [("a.b.c", false), ("a.b", true)] {
                 let jumping = from_imports(source, module, is_package);
-                let walking = from_imports_line_by_line(source, module, is_package);
+                let mut walking = from_imports_line_by_line(source, module, is_package);
+                import_statements(source, &mut walking);
                 assert_eq!(jumping, walking, "{}", String::from_utf8_lossy(source));
                 statements += jumping.len();
             }

@@ -111,6 +111,7 @@ pub fn feed_parameters(
                 caller,
                 site,
                 argument: argument.as_ref(),
+                // `Expr::positional` builds an argument only for a splat's item.
                 spread: matches!(argument, std::borrow::Cow::Owned(_)),
             })
             .collect();

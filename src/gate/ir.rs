@@ -96,7 +96,8 @@ impl Expr {
     }
 
     /// Positional argument `index` of a call's `args`, through a `*value` before it (`f(*cap)`
-    /// passes `cap[0]`, `cap[1]`, ...): the argument itself, or `value[k]` built for it.
+    /// passes `cap[0]`, `cap[1]`, ...): the argument itself (borrowed), or `value[k]` built
+    /// for it (owned: callers tell a splat's item by that).
     pub fn positional(args: &[Expr], index: usize) -> Option<std::borrow::Cow<'_, Expr>> {
         use std::borrow::Cow;
         for (at, arg) in args.iter().enumerate() {

@@ -52,7 +52,10 @@ pub struct Lowerer<'a> {
     archy_attrs: HashSet<String>,
     /// Device names of submodules the file imports, as it reads them (`common._arch_for`
     /// after `from .. import runtime as common`).
-    archy_paths: Vec<String>,
+    archy_paths: HashSet<String>,
+    /// Finders for the module names those paths start with (`common.`): a node whose text
+    /// holds none of them reads no such path.
+    archy_module_finders: Vec<memchr::memmem::Finder<'static>>,
     /// Finders for `archy_names` while there are few of them (see `may_use_archy_name`).
     archy_finders: Vec<memchr::memmem::Finder<'static>>,
     /// The same for `archy_attrs` (see `uses_archy_attr`).
@@ -183,7 +186,8 @@ fn lower_tree<'a>(
         classes: Vec::new(),
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
-        archy_paths: Vec::new(),
+        archy_paths: HashSet::default(),
+        archy_module_finders: Vec::new(),
         archy_finders: Vec::new(),
         archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),
@@ -333,9 +337,18 @@ impl<'a> Lowerer<'a> {
         // `common._arch_for`: a device name of a submodule the file imports, read through the
         // module's local name (`gate::exports`); no binding of this module.
         if name.contains('.') {
-            if !self.archy_paths.contains(&name) {
-                self.archy_paths.push(name);
+            if let Some((module, _)) = name.rsplit_once('.') {
+                let prefix = format!("{module}.");
+                if !self
+                    .archy_paths
+                    .iter()
+                    .any(|path| path.starts_with(&prefix))
+                {
+                    self.archy_module_finders
+                        .push(memchr::memmem::Finder::new(prefix.as_bytes()).into_owned());
+                }
             }
+            self.archy_paths.insert(name);
             return;
         }
         // A module-level binding (a flag, a top-level helper, an import of one) is what other
@@ -357,9 +370,9 @@ impl<'a> Lowerer<'a> {
     fn may_use_archy_name(&self, node: Node<'a>) -> bool {
         let text = &self.src[node.byte_range()];
         if self
-            .archy_paths
+            .archy_module_finders
             .iter()
-            .any(|path| memchr::memmem::find(text, path.as_bytes()).is_some())
+            .any(|f| f.find(text).is_some())
         {
             return true;
         }
@@ -471,7 +484,7 @@ impl<'a> Lowerer<'a> {
     fn is_archy_path(&self, node: Node<'a>) -> bool {
         !self.archy_paths.is_empty()
             && node.kind_name() == "attribute"
-            && self.archy_paths.iter().any(|path| path == self.text(node))
+            && self.archy_paths.contains(self.text(node))
     }
 
     fn at_module_level(&self) -> bool {
@@ -2825,7 +2838,8 @@ pub fn lower_expression(text: &str) -> Result<Expr, String> {
         classes: Vec::new(),
         archy_names: HashSet::default(),
         archy_attrs: HashSet::default(),
-        archy_paths: Vec::new(),
+        archy_paths: HashSet::default(),
+        archy_module_finders: Vec::new(),
         archy_finders: Vec::new(),
         archy_attr_finders: Vec::new(),
         last_archy: Cell::new(None),
