@@ -259,22 +259,25 @@ x = 'from a.fla.utils import not_an_import'\n";
         assert_eq!(names, vec!["is_gather", "is_nvidia_hopper", "tf32"]);
     }
 
+    /// `a.runtime` binds `_arch_for` from the device, `a.b.runtime` binds `flag`.
+    fn two_runtimes() -> BTreeMap<String, BTreeSet<String>> {
+        BTreeMap::from([
+            (
+                "a.runtime".to_string(),
+                BTreeSet::from(["_arch_for".to_string()]),
+            ),
+            (
+                "a.b.runtime".to_string(),
+                BTreeSet::from(["flag".to_string()]),
+            ),
+        ])
+    }
+
     #[test]
     fn a_submodule_imported_from_its_package_gives_its_names_dotted() {
         let source = b"from .. import runtime as common\nfrom . import runtime, other\n";
-        let names = device_names_imported_by(
-            &from_imports(source, "a.b.fma", false),
-            &BTreeMap::from([
-                (
-                    "a.runtime".to_string(),
-                    BTreeSet::from(["_arch_for".to_string()]),
-                ),
-                (
-                    "a.b.runtime".to_string(),
-                    BTreeSet::from(["flag".to_string()]),
-                ),
-            ]),
-        );
+        let names =
+            device_names_imported_by(&from_imports(source, "a.b.fma", false), &two_runtimes());
         assert_eq!(names, vec!["common._arch_for", "runtime.flag"]);
     }
 
@@ -282,19 +285,8 @@ x = 'from a.fla.utils import not_an_import'\n";
     fn an_imported_submodule_gives_its_names_under_its_alias_or_its_path() {
         let source = b"import os\nimport a.runtime as rt, a.b.runtime  # why\n\
 x = 'import a.runtime as no'\ndef f():\n    import a.runtime as inner\n";
-        let names = device_names_imported_by(
-            &from_imports(source, "a.b.fma", false),
-            &BTreeMap::from([
-                (
-                    "a.runtime".to_string(),
-                    BTreeSet::from(["_arch_for".to_string()]),
-                ),
-                (
-                    "a.b.runtime".to_string(),
-                    BTreeSet::from(["flag".to_string()]),
-                ),
-            ]),
-        );
+        let names =
+            device_names_imported_by(&from_imports(source, "a.b.fma", false), &two_runtimes());
         assert_eq!(
             names,
             vec!["a.b.runtime.flag", "inner._arch_for", "rt._arch_for"]

@@ -2967,8 +2967,8 @@ fn feeds_device(val: &Val) -> bool {
 
 /// The arguments `*value` passes: a capability's major and minor
 /// (`get_sm_count_constraint(*get_compute_capability(dev))`); anything else is one free
-/// argument, as before splats were read (a `*args` parameter's value is not modelled item by
-/// item, and its items' positions would bind parameters wrongly).
+/// argument: a `*args` parameter passed on is not modelled item by item, and guessing its
+/// length would bind the parameters after it to the wrong values.
 fn splat(value: Val, expr: &Expr) -> Vec<Val> {
     if as_dev(&value) == Some(DevVar::Cap) {
         vec![Val::Dev(DevVar::Major), Val::Dev(DevVar::Minor)]
