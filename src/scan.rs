@@ -1043,12 +1043,12 @@ fn lower_importers(
         if found.is_empty() {
             break;
         }
-        // `Some(None)`: the file's new names are a submodule's (`common._arch_for`) that its
-        // text never reads; lowering it again would give what it gave.
-        let relowered: Vec<Option<Option<SharedModule>>> = found
+        let relowered: Vec<Relowered> = found
             .par_iter()
             .map(|(file, module, is_package, names)| {
-                let bytes = read_for_lowering(root, file, overlay, max_file_bytes)?;
+                let Some(bytes) = read_for_lowering(root, file, overlay, max_file_bytes) else {
+                    return Relowered::Nothing;
+                };
                 let before = imported.get(module);
                 let unread = names
                     .iter()
@@ -1057,7 +1057,7 @@ fn lower_importers(
                         name.contains('.') && whole_word_starts(&bytes, name).next().is_none()
                     });
                 if unread {
-                    return Some(None);
+                    return Relowered::Unread;
                 }
                 let edited = overlay.contains_key(&relative(Path::new(""), file));
                 match lowering.lower_file(
@@ -1069,8 +1069,8 @@ fn lower_importers(
                     &[],
                     names,
                 ) {
-                    Lowered::Ir(ir) => Some(Some(ir)),
-                    Lowered::Nothing => None,
+                    Lowered::Ir(ir) => Relowered::Ir(ir),
+                    Lowered::Nothing => Relowered::Nothing,
                 }
             })
             .collect();
@@ -1081,12 +1081,12 @@ fn lower_importers(
         }
         for ((file, module, _, names), ir) in found.into_iter().zip(relowered) {
             let ir = match ir {
-                Some(Some(ir)) => ir,
-                Some(None) => {
+                Relowered::Ir(ir) => ir,
+                Relowered::Unread => {
                     imported.insert(module, names);
                     continue;
                 }
-                None => continue,
+                Relowered::Nothing => continue,
             };
             let new: BTreeSet<String> = exports_of(&ir)
                 .into_iter()
@@ -1109,6 +1109,16 @@ fn lower_importers(
     }
     lowered.sort_by(|a, b| a.0.cmp(&b.0));
     imported
+}
+
+/// What an importers' round made of a file.
+enum Relowered {
+    Ir(SharedModule),
+    /// Its new names are a submodule's (`common._arch_for`) that its text never reads:
+    /// lowering it again would give what it gave.
+    Unread,
+    /// Unreadable, over the size limit, or no token left to lower.
+    Nothing,
 }
 
 /// The positions of `items`, the costliest first (ties in their order): work handed to the

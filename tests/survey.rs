@@ -271,47 +271,41 @@ fn measure(label: &str, prefixes: &[&str], packages: &str) -> Measure {
     Measure { recall }
 }
 
+/// The survey of `packages` on the site of `prefixes`, its recall held by `floor`.
+fn assert_recall(label: &str, prefixes: &[&str], packages: &str, floor: f64) {
+    let m = measure(label, prefixes, packages);
+    assert!(m.recall >= floor, "recall {:.3} < {floor}", m.recall);
+}
+
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh) and python3"]
 fn survey_recall_sglang_0523_flashinfer_072() {
-    let m = measure(
+    assert_recall(
         "sglang 0.5.23 + flashinfer 0.7.2",
         &["sglang-0.5.23-", "flashinfer_python-0.7.2-"],
         "sglang",
-    );
-    assert!(
-        m.recall >= MIN_RECALL_SGLANG,
-        "recall {:.3} < {MIN_RECALL_SGLANG}",
-        m.recall
+        MIN_RECALL_SGLANG,
     );
 }
 
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh) and python3"]
 fn survey_recall_vllm_0330_flashinfer_072post1() {
-    let m = measure(
+    assert_recall(
         "vllm 0.33.0 + flashinfer 0.7.2.post1",
         &["vllm-0.33.0-", "flashinfer_python-0.7.2.post1-"],
         "vllm",
-    );
-    assert!(
-        m.recall >= MIN_RECALL_VLLM,
-        "recall {:.3} < {MIN_RECALL_VLLM}",
-        m.recall
+        MIN_RECALL_VLLM,
     );
 }
 
 #[test]
 #[ignore = "needs the pinned wheels (ci/fetch-wheels.sh) and python3"]
 fn survey_recall_flashinfer_072() {
-    let m = measure(
+    assert_recall(
         "flashinfer 0.7.2 (beside sglang 0.5.23)",
         &["sglang-0.5.23-", "flashinfer_python-0.7.2-"],
         "flashinfer",
-    );
-    assert!(
-        m.recall >= MIN_RECALL_FLASHINFER,
-        "recall {:.3} < {MIN_RECALL_FLASHINFER}",
-        m.recall
+        MIN_RECALL_FLASHINFER,
     );
 }

@@ -1414,7 +1414,6 @@ impl FxHasher {
 
 type FxSet<T> = HashSet<T, std::hash::BuildHasherDefault<FxHasher>>;
 
-/// One past the last piece under piece `i`: its pieces follow it, deeper than it.
 /// The whole text of a split definition (the piece `i` is its header): to the next piece
 /// at its depth or above, or the end of the file (`len`).
 fn definition_range(pieces: &[Piece], i: usize, len: usize) -> (usize, usize) {
@@ -1424,6 +1423,7 @@ fn definition_range(pieces: &[Piece], i: usize, len: usize) -> (usize, usize) {
     (pieces[i].range.0, end)
 }
 
+/// One past the last piece under piece `i`: its pieces follow it, deeper than it.
 fn subtree_end(pieces: &[Piece], i: usize) -> usize {
     let depth = pieces[i].depth;
     pieces[i + 1..]

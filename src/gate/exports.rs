@@ -67,7 +67,8 @@ pub fn submodule(module: &str, member: &str) -> String {
 
 /// The `from ... import ...` statements of a file, read from its text: a line whose code
 /// starts with `from `, continued through parentheses or a trailing backslash. Star imports
-/// name nothing here (the resolver follows them).
+/// name nothing here (the resolver follows them). Then its `import pkg.m [as m]` statements
+/// (`import_statements`), after all the `from` ones.
 pub fn from_imports(source: &[u8], module: &str, is_package: bool) -> Vec<FromImport> {
     let mut out = Vec::new();
     // Where the next statement may start: past the end of the last one read.
@@ -78,11 +79,7 @@ pub fn from_imports(source: &[u8], module: &str, is_package: bool) -> Vec<FromIm
         if from < at {
             continue;
         }
-        let line_start = memchr::memrchr(b'\n', &source[..from]).map_or(0, |i| i + 1);
-        if !source[line_start..from]
-            .iter()
-            .all(|b| matches!(b, b' ' | b'\t'))
-        {
+        if !begins_its_line(source, from) {
             continue;
         }
         let line_end = memchr::memchr(b'\n', &source[from..]).map_or(source.len(), |i| from + i);
@@ -97,16 +94,20 @@ pub fn from_imports(source: &[u8], module: &str, is_package: bool) -> Vec<FromIm
     out
 }
 
+/// Whether only blanks stand before `at` on its line: a statement's first word.
+fn begins_its_line(source: &[u8], at: usize) -> bool {
+    let line_start = memchr::memrchr(b'\n', &source[..at]).map_or(0, |i| i + 1);
+    source[line_start..at]
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t'))
+}
+
 /// `import a.b.c as m` (and `import a.b.c`) of a file, read as `from a.b import c as m`
 /// (`from a.b import c as a.b.c`): the submodule's device names are then read as `m.NAME`
 /// (`a.b.c.NAME`). A module with no package (`import os`) binds nothing of another module.
 fn import_statements(source: &[u8], out: &mut Vec<FromImport>) {
     for start in memchr::memmem::find_iter(source, b"import ") {
-        let line_start = memchr::memrchr(b'\n', &source[..start]).map_or(0, |i| i + 1);
-        if !source[line_start..start]
-            .iter()
-            .all(|b| matches!(b, b' ' | b'\t'))
-        {
+        if !begins_its_line(source, start) {
             continue;
         }
         let line_end = memchr::memchr(b'\n', &source[start..]).map_or(source.len(), |i| start + i);
