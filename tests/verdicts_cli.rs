@@ -491,6 +491,10 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         ("sglang/srt/layers/checks.py", 15, "wall"),
         ("sglang/srt/layers/checks.py", 25, "unverified"),
         ("sglang/srt/layers/checks.py", 36, "unverified"),
+        // An `assert` on the device: the code after it is what it guards; in a check's own
+        // body, the code after the check's calls.
+        ("sglang/srt/layers/checks.py", 48, "wall"),
+        ("sglang/srt/layers/checks.py", 53, "opportunity"),
         ("sglang/srt/layers/fusion.py", 11, "wall"),
         ("sglang/srt/layers/fusion.py", 25, "opportunity"),
         ("sglang/srt/layers/fusion.py", 37, "wall"),
@@ -509,6 +513,27 @@ fn flags_are_followed_from_the_store_to_the_reads_and_their_kernels() {
         .map(|(f, l, v)| (f.to_string(), *l, v.to_string()))
         .collect();
     assert_eq!(verdicts, expected);
+
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/checks.py", 48);
+    assert_eq!(
+        evidence[1..4],
+        [
+            "sglang/srt/layers/checks.py:48 asserts it; followed the code after",
+            "calls sglang.srt.layers.checks:mnnvl_launch",
+            "calls flashinfer.jit.comm:gen_trtllm_mnnvl_comm_module",
+        ],
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "sglang/srt/layers/checks.py", 53);
+    assert_eq!(
+        evidence[1..4],
+        [
+            "sglang/srt/layers/checks.py:53 require_sm100() raises unless it holds",
+            "sets the code after the calls of require_sm100()",
+            "read at sglang/srt/layers/checks.py:58 calls require_sm100(); followed the code after it",
+        ],
+        "{evidence:#?}"
+    );
 
     // A dataclass field set in a gated branch, read through the global accessor.
     let (_, evidence) = verdict_at(&doc, "sglang/srt/server_args.py", 14);
@@ -777,6 +802,11 @@ fn paths_to_triton_and_generic_jit_kernels() {
             // major == 10 → a module whose launcher asks for 200 KiB of shared memory: an
             // opportunity at sm_90 (227 KiB per block), not at sm_120 (99 KiB).
             ("mylib/ops.py", 92, "opportunity", "unverified"),
+            // A tile size; the SM100 module a local names is called under `elif arch ==
+            // 10` only (the local's own call is a hop left out, so the path is not shown
+            // whole).
+            ("mylib/ops.py", 102, "unverified", "unverified"),
+            ("mylib/ops.py", 106, "wall", "wall"),
         ]
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 92);
@@ -802,6 +832,12 @@ fn paths_to_triton_and_generic_jit_kernels() {
     assert!(
         evidence.iter().any(|e| e
             == "a path not taken at sm_120: mylib/ops.py:62 `arch == 10` blocks it on the way to JIT generator flashinfer.jit.kernels:gen_sm100_module"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 102);
+    assert!(
+        evidence.iter().any(|e| e
+            == "a path not taken at sm_120: mylib/ops.py:106 `arch == 10` blocks it on the way to JIT generator flashinfer.jit.kernels:gen_sm100_module"),
         "{evidence:#?}"
     );
     let (_, evidence) = verdict_at(&doc, "mylib/ops.py", 68);

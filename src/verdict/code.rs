@@ -80,11 +80,6 @@ pub struct Condition {
 }
 
 impl Facts {
-    /// Records a call; met once unconditionally, it is no longer an alternative.
-    fn add_call(&mut self, call: String, conditional: bool) {
-        self.add_call_under(call, conditional, &[]);
-    }
-
     /// Records a call under these tests: the conditions kept are those of every occurrence.
     fn add_call_under(&mut self, call: String, conditional: bool, conditions: &[Condition]) {
         let seen = self.calls.contains(&call);
@@ -1271,9 +1266,12 @@ fn facts_skipping(node: Node, src: &[u8], skip: Option<(usize, usize)>) -> Facts
     }
     for (name, values) in aliases {
         if out.calls.contains(&name) {
+            // The functions the local names run where it is called: under that call's
+            // tests (`elif arch // 10 in [10, 11]: cls = A if hd256 else B; cls(...)`).
             let called_on_condition = out.conditional_calls.contains(&name);
+            let conditions = out.call_conditions.get(&name).cloned().unwrap_or_default();
             for (value, arm) in values {
-                out.add_call(value, called_on_condition || arm);
+                out.add_call_under(value, called_on_condition || arm, &conditions);
             }
         }
     }

@@ -881,6 +881,13 @@ impl Reader<'_> {
                     self.branch(place, parent, node, read, out);
                     return;
                 }
+                // `assert flag` (or `assert arch in (100, 103)`, the gate itself): an error exit
+                // where it fails, so the code after it runs only where it holds, as after
+                // `if not flag: raise`.
+                "assert_statement" if parent.named_child(0).map(|c| c.id()) == Some(node.id()) => {
+                    self.asserted(place, parent, positive, implied, out);
+                    return;
+                }
                 "conditional_expression"
                     if parent.named_child(1).map(|c| c.id()) == Some(node.id()) =>
                 {
@@ -1014,6 +1021,65 @@ impl Reader<'_> {
                 }
             }
             node = parent;
+        }
+    }
+
+    /// An `assert` whose test holds the read: the code after it runs only where the test
+    /// holds, so where the test implies the flag, that code is what the flag decides; an
+    /// `assert` standing in a function's body also makes the function a check its callers
+    /// pass only where the flag holds (`FlagKey::Exit`), as `if not flag: raise` does.
+    fn asserted(
+        &self,
+        place: &Place,
+        statement: Node,
+        positive: bool,
+        implied: bool,
+        out: &mut Vec<Hop>,
+    ) {
+        let src = &place.parsed.src;
+        let line = statement.start_position().row + 1;
+        if !positive {
+            out.push(Hop::Stop(format!(
+                "{}:{line} only its negation is asserted",
+                place.path
+            )));
+            return;
+        }
+        if !implied {
+            out.push(Hop::Stop(format!(
+                "{}:{line} is asserted only together with conditions that are no gate; the code after runs where the gate does not hold as well",
+                place.path
+            )));
+            return;
+        }
+        let after = code_after_statement(statement, src);
+        if !(after.calls.is_empty() && after.strings.is_empty() && after.stores.is_empty()) {
+            self.push_code(
+                place,
+                after,
+                format!("{}:{line} asserts it; followed the code after", place.path),
+                self.enclosing_guards(place, statement),
+                out,
+            );
+        }
+        let in_body = statement
+            .parent()
+            .filter(|block| block.kind() == "block")
+            .and_then(|block| block.parent())
+            .is_some_and(|f| f.kind() == "function_definition");
+        if in_body && let Some((name, _)) = enclosing_function(statement) {
+            out.push(Hop::Flag {
+                key: FlagKey::Exit {
+                    name: text(name, src).to_string(),
+                    path: place.path.to_string(),
+                },
+                what: format!(
+                    "{}:{line} {}() raises unless it holds",
+                    place.path,
+                    text(name, src)
+                ),
+                guards: self.enclosing_guards(place, statement),
+            });
         }
     }
 

@@ -92,3 +92,18 @@ def big_tiles(x):
     if torch.cuda.get_device_capability()[0] == 10:
         return gen_bigtile_module().run(x)
     return x
+
+
+def tiles_by_class(x, small):
+    # A tile size, then the module a local names, called under `elif arch == 10`: the module
+    # runs only where that gate holds, so it is off the path at sm_90 and sm_120.
+    arch = torch.cuda.get_device_capability()[0]
+    tile = 64
+    if arch >= 9:
+        tile = 128
+    if x.dense:
+        return x
+    elif arch == 10:
+        build = gen_sm100_module
+        return build().run(x, tile)
+    return gen_norm_module().run(x, tile)

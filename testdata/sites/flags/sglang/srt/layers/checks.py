@@ -4,7 +4,7 @@ nothing early guards only its own code, not what its caller runs next."""
 
 import torch
 
-from flashinfer.jit.comm import gen_trtllm_mnnvl_comm_module
+from flashinfer.jit.comm import gen_trtllm_comm_module, gen_trtllm_mnnvl_comm_module
 
 
 def mnnvl_launch(x):
@@ -41,3 +41,19 @@ def pin_block(x):
 def tuned_fusion(x):
     pin_block(x)
     return mnnvl_launch(x)
+
+
+def asserted_fusion(x):
+    # The assertion fails where the gate does not hold: the code after it is what it guards.
+    assert torch.cuda.get_device_capability()[0] in (9, 10), "needs SM90 or SM100"
+    return mnnvl_launch(x)
+
+
+def require_sm100():
+    assert torch.cuda.get_device_capability()[0] == 10
+
+
+def comm_after_assert_check(x):
+    # A check that asserts: its callers go on only where it passes.
+    require_sm100()
+    return gen_trtllm_comm_module(), x
