@@ -697,14 +697,29 @@ fn cute_dsl_kernels_decide_verdicts_by_their_ops_admission() {
         vec![
             // major == 12 → the warp block-scaled op, which checks arch == sm_120a: a trap
             // on sm_121 (DGX Spark), as in cutlass' warp/mma.py.
-            (10, vec!["wall", "wall", "open", "trap"]),
+            (11, vec!["wall", "wall", "open", "trap"]),
             // major == 10 → the tcgen05 op through blackwell_helpers: [sm_100a, sm_103a].
-            (12, vec!["wall", "open", "wall", "wall"]),
+            (13, vec!["wall", "open", "wall", "wall"]),
             // major >= 10 lets sm_120 onto the SM100 kernel: OpError at compile time.
-            (19, vec!["wall", "open", "trap", "trap"]),
+            (20, vec!["wall", "open", "trap", "trap"]),
+            // major >= 9 → a kernel for every arch, whose tcgen05 op is built only in the
+            // `else` of `if const_expr(self.arch // 10 in [8, 12])` / `elif ... == 9`: the
+            // scan's gates on those tests keep it out at sm_90, sm_120 and sm_121.
+            (27, vec!["open", "open", "open", "open"]),
         ]
     );
-    let (_, evidence) = verdict_at(&doc, "gemmlib/gemm.py", 19);
+    let (_, evidence) = verdict_at(&doc, "gemmlib/gemm.py", 27);
+    assert!(
+        evidence.iter().any(|e| e
+            == "L5 DSL admission yes: every CuTe DSL op gemmlib.kernels.gemm_any:run_any builds \
+                admits sm_120a (left out: gemmlib/kernels/gemm_any.py:28 run_any builds \
+                tcgen05.MmaMXF4NVF4Op through AnyArchGemmKernel > \
+                cutlass.utils.blackwell_helpers.make_blockscaled_trivial_tiled_mma only where \
+                gemmlib/kernels/gemm_any.py:16 `self.arch // 10 in [8, 12]` fails: not at \
+                sm_120a)"),
+        "{evidence:#?}"
+    );
+    let (_, evidence) = verdict_at(&doc, "gemmlib/gemm.py", 20);
     assert!(
         evidence.iter().any(|e| e
             == "L5 DSL admission gemmlib/kernels/gemm_sm100.py:12 run_sm100 builds \

@@ -106,7 +106,9 @@ pub fn run(args: ApplyArgs) -> Result<i32> {
             let jit = cached_jit
                 .take()
                 .unwrap_or_else(|| JitIndex::build(&site, scan()));
-            kernel_index(&site, jit, needs_libraries, needs_dsl)
+            // The DSL's op uses under branch tests are judged by the scan's gates there.
+            let gates = needs_dsl.then(|| scan().gates.as_slice());
+            kernel_index(&site, jit, needs_libraries, gates)
         })
     };
     let input = plan::PlanInput {
@@ -254,14 +256,22 @@ fn select<'p>(set: &'p PatchSet, ids: &[String]) -> Result<Vec<&'p Patch>> {
         .collect()
 }
 
-fn kernel_index(site: &Site, jit: JitIndex, libraries: bool, dsl: bool) -> KernelIndex {
+/// The kernel index apply checks its patches with; `dsl_gates`: read the site's CuTe DSL
+/// kernels too, with the scan's gates for the branches their ops are built under.
+fn kernel_index(
+    site: &Site,
+    jit: JitIndex,
+    libraries: bool,
+    dsl_gates: Option<&[crate::scan::Gate]>,
+) -> KernelIndex {
     let mut index = if libraries {
         KernelIndex::build_with_jit(site, jit)
     } else {
         KernelIndex::new(Vec::new(), jit)
     };
-    if dsl {
+    if let Some(gates) = dsl_gates {
         index.dsl = crate::verdict::site_text::SiteFiles::read(&site.root).dsl_index();
+        index.dsl.set_branch_gates(gates);
     }
     index
 }

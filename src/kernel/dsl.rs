@@ -31,6 +31,8 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arch::Arch;
+use crate::gate::predicate::{Admits, Pred, evaluate};
+use crate::scan::Gate;
 
 /// One arch of the DSL's `Arch` enum: major, minor, suffix (`""`, `"a"`, `"f"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -151,6 +153,22 @@ pub struct OpUse {
     pub group: String,
     /// The helper the op is built in, when the call is to one (`blackwell_helpers.make_trivial_tiled_mma`).
     pub via: Option<String>,
+    /// The branch tests the call runs under, in its function and in the helpers on the way
+    /// (`if const_expr(self.arch // 10 in [8, 12]): ... else: make_trivial_tiled_mma(...)`):
+    /// where a gate the scan found is such a test and blocks the target, the op is not built
+    /// there.
+    pub under: Vec<BranchTest>,
+}
+
+/// A branch an op call or helper call sits under: the single-line `if`/`elif` test at `line`
+/// of `path`, which must hold (`holds`) or fail (an `else`, a later `elif`) for the call to
+/// run. `test` is the test's text, outer parentheses and `const_expr(...)` taken off.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BranchTest {
+    pub path: String,
+    pub line: u32,
+    pub test: String,
+    pub holds: bool,
 }
 
 /// The DSL ops of a site and the modules that build them.
@@ -160,6 +178,9 @@ pub struct DslIndex {
     /// Module (dotted) → its file and the ops it builds, in order. Only modules building at
     /// least one op with a declared admission.
     pub kernels: HashMap<String, (String, Vec<OpUse>)>,
+    /// The gates the scan found that are whole branch tests of op uses (`set_branch_gates`),
+    /// by file and line: the test's text and the gate's predicate.
+    branch_gates: FxHashMap<(String, u32), Vec<(String, Pred)>>,
 }
 
 /// A class read from an op file: its name, bases, and its own admission.
@@ -266,7 +287,8 @@ impl DslIndex {
             .filter_map(|(path, module, src)| {
                 let module = module.expect("filtered");
                 let text = text_of(src);
-                let (uses, helper_calls) = calls(&text, module, &index.ops, &op_names, &namespaces);
+                let (uses, helper_calls) =
+                    calls(&text, path, module, &index.ops, &op_names, &namespaces);
                 (!uses.is_empty() || !helper_calls.is_empty()).then_some(Builder {
                     path,
                     module,
@@ -311,10 +333,10 @@ impl DslIndex {
         const ROUNDS: usize = 4;
         for _ in 0..ROUNDS {
             let mut added: Vec<(&str, &str, OpUse)> = Vec::new();
-            // (module, definition, op) of what `added` holds.
-            let mut adding: FxHashSet<(&str, &str, &str)> = FxHashSet::default();
+            // (module, definition, op, branch tests) of what `added` holds.
+            let mut adding: Vec<(&str, &str, &str, Vec<BranchTest>)> = Vec::new();
             for builder in &builders {
-                for (line, group, called, function) in &builder.helper_calls {
+                for (line, group, called, function, call_under) in &builder.helper_calls {
                     let module = aliases.get(called).unwrap_or(called).as_str();
                     // A function of another library module may dispatch (a DSL path for one
                     // arch, a JIT or native one for others): the linker follows it instead.
@@ -335,12 +357,26 @@ impl DslIndex {
                         .get(builder.module)
                         .and_then(|m| m.get(group.as_str()));
                     for op_use in &callee.uses {
-                        let key = (builder.module, group.as_str(), op_use.op.as_str());
-                        let known = have.is_some_and(|h| h.ops.contains(op_use.op.as_str()))
-                            || adding.contains(&key);
+                        let mut under = call_under.clone();
+                        under.extend(op_use.under.iter().cloned());
+                        under.sort();
+                        under.dedup();
+                        let known = have.is_some_and(|h| h.dominates(&op_use.op, &under))
+                            || adding.iter().any(|(m, g, op, u)| {
+                                *m == builder.module
+                                    && *g == group.as_str()
+                                    && *op == op_use.op.as_str()
+                                    && u.iter().all(|b| under.contains(b))
+                            });
                         if known {
                             continue;
                         }
+                        let key = (
+                            builder.module,
+                            group.as_str(),
+                            op_use.op.as_str(),
+                            under.clone(),
+                        );
                         let via = if module == builder.module {
                             function.clone()
                         } else {
@@ -350,7 +386,7 @@ impl DslIndex {
                             Some(deeper) => format!("{via} > {deeper}"),
                             None => via,
                         };
-                        adding.insert(key);
+                        adding.push(key);
                         added.push((
                             builder.module,
                             group.as_str(),
@@ -359,6 +395,7 @@ impl DslIndex {
                                 line: *line,
                                 group: group.clone(),
                                 via: Some(via),
+                                under,
                             },
                         ));
                     }
@@ -395,14 +432,56 @@ impl DslIndex {
                         .cmp(&b.line)
                         .then_with(|| a.group.cmp(&b.group))
                         .then_with(|| a.op.cmp(&b.op))
+                        .then_with(|| a.under.cmp(&b.under))
                 });
-                uses.dedup_by(|a, b| a.line == b.line && a.op == b.op && a.group == b.group);
+                uses.dedup_by(|a, b| {
+                    a.line == b.line && a.op == b.op && a.group == b.group && a.under == b.under
+                });
                 index
                     .kernels
                     .insert(builder.module.to_string(), (builder.path.to_string(), uses));
             }
         }
         index
+    }
+
+    /// Keeps the scan's gates that are whole branch tests of op uses: at a target where such
+    /// a gate blocks the branch, the ops under it are not built (`admitted`). Read from the
+    /// gates, not from the test's words, so only tests the resolver decided count.
+    pub fn set_branch_gates(&mut self, gates: &[Gate]) {
+        let wanted: FxHashSet<(&str, u32)> = self
+            .kernels
+            .values()
+            .flat_map(|(_, uses)| uses.iter().flat_map(|u| &u.under))
+            .map(|b| (b.path.as_str(), b.line))
+            .collect();
+        let mut kept: FxHashMap<(String, u32), Vec<(String, Pred)>> = FxHashMap::default();
+        for gate in gates {
+            if wanted.contains(&(gate.file.as_str(), gate.line)) {
+                kept.entry((gate.file.clone(), gate.line))
+                    .or_default()
+                    .push((branch_test_text(&gate.text), gate.predicate.clone()));
+            }
+        }
+        self.branch_gates = kept;
+    }
+
+    /// Whether the target never takes this branch: its test is a gate whose predicate says
+    /// the opposite of what the branch needs there.
+    fn blocks(&self, branch: &BranchTest, target: Arch) -> bool {
+        let Some(gates) = self.branch_gates.get(&(branch.path.clone(), branch.line)) else {
+            return false;
+        };
+        gates
+            .iter()
+            .filter(|(test, _)| *test == branch.test)
+            .any(
+                |(_, predicate)| match evaluate(predicate, target.plain(), None) {
+                    Admits::Yes => !branch.holds,
+                    Admits::No => branch.holds,
+                    Admits::Unknown(_) => false,
+                },
+            )
     }
 
     /// Whether a top-level class or function of a module builds DSL ops, one of them with a
@@ -754,27 +833,38 @@ impl FilterParser<'_> {
 /// `cute.nvgpu.tcgen05.X(`), an op imported by name from `...nvgpu.<namespace>`, or a
 /// function of an imported module (`sm100_utils.make_trivial_tiled_mma(` after `import
 /// cutlass.utils.blackwell_helpers as sm100_utils`) or imported by name.
-type HelperCall = (u32, String, String, String);
+type HelperCall = (u32, String, String, String, Vec<BranchTest>);
 
 /// The ops one top-level definition builds, in the order found, and the set of them (the
 /// rounds ask of every helper call whether its definition already builds an op).
 #[derive(Default)]
 struct Built {
     uses: Vec<OpUse>,
-    ops: FxHashSet<String>,
+    /// Each op with the branch tests of each of its uses.
+    ops: FxHashMap<String, Vec<Vec<BranchTest>>>,
 }
 
 impl Built {
     fn push(&mut self, op_use: OpUse) {
-        if !self.ops.contains(op_use.op.as_str()) {
-            self.ops.insert(op_use.op.clone());
-        }
+        self.ops
+            .entry(op_use.op.clone())
+            .or_default()
+            .push(op_use.under.clone());
         self.uses.push(op_use);
+    }
+
+    /// Whether a use of `op` under `under` adds nothing: one under fewer of those tests
+    /// (none: built wherever the definition runs) is already there.
+    fn dominates(&self, op: &str, under: &[BranchTest]) -> bool {
+        self.ops
+            .get(op)
+            .is_some_and(|kept| kept.iter().any(|k| k.iter().all(|b| under.contains(b))))
     }
 }
 
 fn calls(
     text: &str,
+    path: &str,
     module: &str,
     ops: &HashMap<String, Op>,
     op_names: &FxHashSet<&str>,
@@ -785,6 +875,9 @@ fn calls(
     let groups = Groups::new(text);
     let mut uses = Vec::new();
     let mut helper_calls = Vec::new();
+    // The file's lines, read on the first call found (most files have none).
+    let mut lines: Option<Vec<&str>> = None;
+    let mut branches: FxHashMap<u32, Vec<BranchTest>> = FxHashMap::default();
     // Lines are counted forward from the last hit, not from the start of the file.
     let (mut counted_to, mut line) = (0usize, 1u32);
     for at in memchr::memchr_iter(b'(', bytes) {
@@ -835,18 +928,160 @@ fn calls(
         line += memchr::memchr_iter(b'\n', &bytes[counted_to..start]).count() as u32;
         counted_to = start;
         let group = groups.at(start).to_string();
+        let lines = lines.get_or_insert_with(|| lines_of(text).map(|(_, l)| l).collect());
+        let under = branches
+            .entry(line)
+            .or_insert_with(|| branch_tests(lines, line, path))
+            .clone();
         match (op, helper) {
             (Some(op), _) => uses.push(OpUse {
                 op,
                 line,
                 group,
                 via: None,
+                under,
             }),
-            (None, Some((module, function))) => helper_calls.push((line, group, module, function)),
+            (None, Some((module, function))) => {
+                helper_calls.push((line, group, module, function, under))
+            }
             (None, None) => {}
         }
     }
     (uses, helper_calls)
+}
+
+/// The branch tests the statement at `line` (1-based) runs under, up to its function: each
+/// enclosing single-line `if X:`/`elif X:` arm (X holds; the tests of the arms before an
+/// `elif` fail) and `else:` arm (every test of its chain fails). Read from indentation; other
+/// blocks (`for`, `with`, `try`, a test written over several lines) add nothing.
+fn branch_tests(lines: &[&str], line: u32, path: &str) -> Vec<BranchTest> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let code = |l: &str| {
+        let t = l.trim();
+        !t.is_empty() && !t.starts_with('#')
+    };
+    let Some(first) = lines.get(line as usize - 1) else {
+        return Vec::new();
+    };
+    let mut bound = indent(first);
+    let mut out = Vec::new();
+    let mut i = line as usize - 1;
+    while i > 0 && bound > 0 {
+        i -= 1;
+        let l = lines[i];
+        if !code(l) || indent(l) >= bound {
+            continue;
+        }
+        bound = indent(l);
+        let head = l.trim();
+        if head.starts_with("def ") || head.starts_with("async def ") || head.starts_with("class ")
+        {
+            break;
+        }
+        let test_of = |head: &str, keyword: &str| {
+            head.strip_prefix(keyword)
+                .and_then(|rest| rest.strip_suffix(':'))
+                .map(branch_test_text)
+        };
+        let (arm, chain) = if let Some(test) = test_of(head, "if ") {
+            (Some(test), false)
+        } else if let Some(test) = test_of(head, "elif ") {
+            (Some(test), true)
+        } else if head == "else:" {
+            (None, true)
+        } else {
+            continue;
+        };
+        let mut tests: Vec<BranchTest> = Vec::new();
+        if let Some(test) = arm {
+            tests.push(BranchTest {
+                path: path.to_string(),
+                line: i as u32 + 1,
+                test,
+                holds: true,
+            });
+        }
+        if chain {
+            // The arms before it, at the same indentation, back to their `if`.
+            let mut complete = false;
+            let mut j = i;
+            while j > 0 {
+                j -= 1;
+                let l = lines[j];
+                if !code(l) || indent(l) > bound {
+                    continue;
+                }
+                if indent(l) < bound {
+                    break;
+                }
+                let head = l.trim();
+                let (test, last) = match (test_of(head, "elif "), test_of(head, "if ")) {
+                    (Some(test), _) => (test, false),
+                    (None, Some(test)) => (test, true),
+                    // A loop's or a `try`'s `else`, or a test over several lines.
+                    _ => break,
+                };
+                tests.push(BranchTest {
+                    path: path.to_string(),
+                    line: j as u32 + 1,
+                    test,
+                    holds: false,
+                });
+                if last {
+                    complete = true;
+                    break;
+                }
+            }
+            if !complete {
+                // Only this arm's own test is known to decide.
+                tests.retain(|t| t.holds);
+            }
+        }
+        out.extend(tests);
+    }
+    out.sort();
+    out
+}
+
+/// A branch test as the scan reports a gate: outer parentheses and a `const_expr(...)`
+/// wrapper (the DSL's compile-time test) taken off, a trailing comment dropped.
+fn branch_test_text(test: &str) -> String {
+    let mut t = test.trim();
+    loop {
+        let inner = t
+            .strip_suffix(')')
+            .and_then(|rest| {
+                rest.strip_prefix('(').or_else(|| {
+                    let open = rest.find('(')?;
+                    let callee = &rest[..open];
+                    (callee == "const_expr" || callee.ends_with(".const_expr"))
+                        .then(|| &rest[open + 1..])
+                })
+            })
+            .filter(|inner| balanced(inner));
+        match inner {
+            Some(inner) => t = inner.trim(),
+            None => return t.to_string(),
+        }
+    }
+}
+
+/// Whether the brackets of `text` pair up (so `(a) and (b)` is not taken for one group).
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
 }
 
 /// What a module's `import` lines bind.
@@ -1080,10 +1315,16 @@ impl DslIndex {
             let mut refused: Option<(&OpUse, &Op)> = None;
             let mut unknown: Option<&Op> = None;
             let mut declared: Option<(&OpUse, &Op)> = None;
+            // The first op use left out: under a branch the target does not take.
+            let mut skipped: Option<(&OpUse, &BranchTest)> = None;
             for u in uses.iter().filter(|u| u.group == group) {
                 let Some(op) = self.ops.get(&u.op) else {
                     continue;
                 };
+                if let Some(branch) = u.under.iter().find(|b| self.blocks(b, target)) {
+                    skipped.get_or_insert((u, branch));
+                    continue;
+                }
                 match op.admission.admits(arch) {
                     Some(false) if refused.is_none() => refused = Some((u, op)),
                     None if unknown.is_none() => unknown = Some(op),
@@ -1108,6 +1349,23 @@ impl DslIndex {
                     arch.name()
                 )
             };
+            if let Some((u, branch)) = skipped {
+                let via = u
+                    .via
+                    .as_ref()
+                    .map(|v| format!(" through {v}"))
+                    .unwrap_or_default();
+                evidence.push(format!(
+                    "{file}:{} {group} builds {}{via} only where {}:{} `{}` {}: not at {}",
+                    u.line,
+                    u.op,
+                    branch.path,
+                    branch.line,
+                    branch.test,
+                    if branch.holds { "holds" } else { "fails" },
+                    arch.name()
+                ));
+            }
             match (refused, unknown, declared) {
                 (Some((u, op)), _, _) => {
                     evidence.push(cite(u, op, "does not admit"));
@@ -1245,6 +1503,74 @@ class MmaMXF4Op(MmaSM120BlockScaledOp):
         ];
         files.extend(kernels.iter().map(|(p, m, s)| (*p, Some(*m), s.as_bytes())));
         DslIndex::from_files(files)
+    }
+
+    /// The branch tests a line runs under, read from indentation: `if`/`elif` arms (the arms
+    /// before an `elif` fail), `else` arms (every test of the chain fails), up to the
+    /// function; loops' `else`, tests over several lines and tests outside the function add
+    /// nothing.
+    #[test]
+    fn branch_tests_are_read_from_the_arms_around_a_line() {
+        let text = "\
+if module_level:
+    def kernel(self):
+        if const_expr(self.arch // 10 in [8, 12]):
+            a()
+        elif (self.arch // 10 == 9):
+            for x in y:
+                b()
+        else:
+            if inner:  # a comment
+                c()
+            d()
+        while w:
+            pass
+        else:
+            e()
+        if (
+            multi
+        ):
+            f()
+        g()
+";
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |needle: &str| {
+            let line = lines.iter().position(|l| l.trim() == needle).unwrap() as u32 + 1;
+            branch_tests(&lines, line, "k.py")
+                .into_iter()
+                .map(|b| {
+                    format!(
+                        "{}:{} {}",
+                        b.line,
+                        b.test,
+                        if b.holds { "holds" } else { "fails" }
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at("a()"), ["3:self.arch // 10 in [8, 12] holds"]);
+        assert_eq!(
+            at("b()"),
+            [
+                "3:self.arch // 10 in [8, 12] fails",
+                "5:self.arch // 10 == 9 holds"
+            ]
+        );
+        // A test with a comment after its colon is not read: `c()` runs under the `else`.
+        assert_eq!(
+            at("c()"),
+            [
+                "3:self.arch // 10 in [8, 12] fails",
+                "5:self.arch // 10 == 9 fails"
+            ]
+        );
+        assert_eq!(at("d()"), at("c()"));
+        assert!(at("e()").is_empty(), "a loop's else");
+        assert!(at("f()").is_empty(), "a test over several lines");
+        assert!(at("g()").is_empty());
+        assert_eq!(branch_test_text(" cutlass.const_expr((x >= 9)) "), "x >= 9");
+        assert_eq!(branch_test_text("(a) and (b)"), "(a) and (b)");
+        assert_eq!(branch_test_text("f(x)"), "f(x)");
     }
 
     #[test]

@@ -156,10 +156,17 @@ impl KernelIndex {
                 format!("no CuTe DSL kernel `{module}` in the site"),
             ),
             Some((admitted, evidence)) => {
+                // A covered answer shows its summary only: say there which ops were left out
+                // as built under a branch the target does not take.
+                let left_out = evidence
+                    .iter()
+                    .find(|e| e.contains(" only where "))
+                    .map(|e| format!(" (left out: {e})"))
+                    .unwrap_or_default();
                 let (verdict, summary) = match admitted {
                     Admitted::All => (
                         Verdict::Yes,
-                        format!("every CuTe DSL op {module} builds admits {arch}"),
+                        format!("every CuTe DSL op {module} builds admits {arch}{left_out}"),
                     ),
                     Admitted::None => (
                         Verdict::No,

@@ -113,6 +113,7 @@ pub fn judge_prepared(
         KernelIndex::build_for_globs(site, scan, &globs)
     };
     index.dsl = dsl;
+    index.dsl.set_branch_gates(&scan.gates);
     index.read_generators(
         requirements(&links).filter_map(|needs| match needs {
             Requirement::Jit(id) => Some(id.as_str()),

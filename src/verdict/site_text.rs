@@ -262,6 +262,7 @@ mod tests {
             kernels,
             vec![
                 "cutlass.utils.blackwell_helpers",
+                "gemmlib.kernels.gemm_any",
                 "gemmlib.kernels.gemm_sm100",
                 "gemmlib.kernels.gemm_sm120",
                 // Its kernel class through the wrappers of tcgen05 intrinsics, and the
