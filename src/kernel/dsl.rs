@@ -25,6 +25,7 @@
 //! there sm_101a/f count only as the family of sm_110f).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use memchr::memmem;
 use rayon::prelude::*;
@@ -160,14 +161,17 @@ pub struct OpUse {
     pub under: Vec<BranchTest>,
 }
 
+/// Gates that are whole branch tests, by file and line: each test's text and its predicate.
+type BranchGates = FxHashMap<(Arc<str>, u32), Vec<(String, Pred)>>;
+
 /// A branch an op call or helper call sits under: the single-line `if`/`elif` test at `line`
 /// of `path`, which must hold (`holds`) or fail (an `else`, a later `elif`) for the call to
 /// run. `test` is the test's text, outer parentheses and `const_expr(...)` taken off.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BranchTest {
-    pub path: String,
+    pub path: Arc<str>,
     pub line: u32,
-    pub test: String,
+    pub test: Arc<str>,
     pub holds: bool,
 }
 
@@ -180,7 +184,7 @@ pub struct DslIndex {
     pub kernels: HashMap<String, (String, Vec<OpUse>)>,
     /// The gates the scan found that are whole branch tests of op uses (`set_branch_gates`),
     /// by file and line: the test's text and the gate's predicate.
-    branch_gates: FxHashMap<(String, u32), Vec<(String, Pred)>>,
+    branch_gates: BranchGates,
 }
 
 /// A class read from an op file: its name, bases, and its own admission.
@@ -334,7 +338,8 @@ impl DslIndex {
         for _ in 0..ROUNDS {
             let mut added: Vec<(&str, &str, OpUse)> = Vec::new();
             // (module, definition, op, branch tests) of what `added` holds.
-            let mut adding: Vec<(&str, &str, &str, Vec<BranchTest>)> = Vec::new();
+            let mut adding: FxHashMap<(&str, &str, &str), Vec<Vec<BranchTest>>> =
+                FxHashMap::default();
             for builder in &builders {
                 for (line, group, called, function, call_under) in &builder.helper_calls {
                     let module = aliases.get(called).unwrap_or(called).as_str();
@@ -357,26 +362,25 @@ impl DslIndex {
                         .get(builder.module)
                         .and_then(|m| m.get(group.as_str()));
                     for op_use in &callee.uses {
-                        let mut under = call_under.clone();
-                        under.extend(op_use.under.iter().cloned());
-                        under.sort();
-                        under.dedup();
+                        let under = if op_use.under.is_empty() {
+                            call_under.clone()
+                        } else {
+                            let mut under = call_under.clone();
+                            under.extend(op_use.under.iter().cloned());
+                            under.sort();
+                            under.dedup();
+                            under
+                        };
+                        let key = (builder.module, group.as_str(), op_use.op.as_str());
+                        let dominated =
+                            |kept: &Vec<BranchTest>| kept.iter().all(|b| under.contains(b));
                         let known = have.is_some_and(|h| h.dominates(&op_use.op, &under))
-                            || adding.iter().any(|(m, g, op, u)| {
-                                *m == builder.module
-                                    && *g == group.as_str()
-                                    && *op == op_use.op.as_str()
-                                    && u.iter().all(|b| under.contains(b))
-                            });
+                            || adding
+                                .get(&key)
+                                .is_some_and(|kept| kept.iter().any(dominated));
                         if known {
                             continue;
                         }
-                        let key = (
-                            builder.module,
-                            group.as_str(),
-                            op_use.op.as_str(),
-                            under.clone(),
-                        );
                         let via = if module == builder.module {
                             function.clone()
                         } else {
@@ -386,7 +390,7 @@ impl DslIndex {
                             Some(deeper) => format!("{via} > {deeper}"),
                             None => via,
                         };
-                        adding.push(key);
+                        adding.entry(key).or_default().push(under.clone());
                         added.push((
                             builder.module,
                             group.as_str(),
@@ -453,12 +457,12 @@ impl DslIndex {
             .kernels
             .values()
             .flat_map(|(_, uses)| uses.iter().flat_map(|u| &u.under))
-            .map(|b| (b.path.as_str(), b.line))
+            .map(|b| (&*b.path, b.line))
             .collect();
-        let mut kept: FxHashMap<(String, u32), Vec<(String, Pred)>> = FxHashMap::default();
+        let mut kept = BranchGates::default();
         for gate in gates {
             if wanted.contains(&(gate.file.as_str(), gate.line)) {
-                kept.entry((gate.file.clone(), gate.line))
+                kept.entry((Arc::from(gate.file.as_str()), gate.line))
                     .or_default()
                     .push((branch_test_text(&gate.text), gate.predicate.clone()));
             }
@@ -472,16 +476,13 @@ impl DslIndex {
         let Some(gates) = self.branch_gates.get(&(branch.path.clone(), branch.line)) else {
             return false;
         };
-        gates
-            .iter()
-            .filter(|(test, _)| *test == branch.test)
-            .any(
-                |(_, predicate)| match evaluate(predicate, target.plain(), None) {
-                    Admits::Yes => !branch.holds,
-                    Admits::No => branch.holds,
-                    Admits::Unknown(_) => false,
-                },
-            )
+        gates.iter().filter(|(test, _)| **test == *branch.test).any(
+            |(_, predicate)| match evaluate(predicate, target.plain(), None) {
+                Admits::Yes => !branch.holds,
+                Admits::No => branch.holds,
+                Admits::Unknown(_) => false,
+            },
+        )
     }
 
     /// Whether a top-level class or function of a module builds DSL ops, one of them with a
@@ -875,9 +876,7 @@ fn calls(
     let groups = Groups::new(text);
     let mut uses = Vec::new();
     let mut helper_calls = Vec::new();
-    // The file's lines, read on the first call found (most files have none).
-    let mut lines: Option<Vec<&str>> = None;
-    let mut branches: FxHashMap<u32, Vec<BranchTest>> = FxHashMap::default();
+    // The lines the calls are on: their branch tests are read in one pass at the end.
     // Lines are counted forward from the last hit, not from the start of the file.
     let (mut counted_to, mut line) = (0usize, 1u32);
     for at in memchr::memchr_iter(b'(', bytes) {
@@ -928,11 +927,7 @@ fn calls(
         line += memchr::memchr_iter(b'\n', &bytes[counted_to..start]).count() as u32;
         counted_to = start;
         let group = groups.at(start).to_string();
-        let lines = lines.get_or_insert_with(|| lines_of(text).map(|(_, l)| l).collect());
-        let under = branches
-            .entry(line)
-            .or_insert_with(|| branch_tests(lines, line, path))
-            .clone();
+        let under = Vec::new();
         match (op, helper) {
             (Some(op), _) => uses.push(OpUse {
                 op,
@@ -947,99 +942,176 @@ fn calls(
             (None, None) => {}
         }
     }
+    if !uses.is_empty() || !helper_calls.is_empty() {
+        let mut wanted: Vec<u32> = uses
+            .iter()
+            .map(|u| u.line)
+            .chain(helper_calls.iter().map(|h| h.0))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let tests = branch_tests(text, &wanted, path);
+        if !tests.is_empty() {
+            for u in &mut uses {
+                u.under = tests.get(&u.line).cloned().unwrap_or_default();
+            }
+            for h in &mut helper_calls {
+                h.4 = tests.get(&h.0).cloned().unwrap_or_default();
+            }
+        }
+    }
     (uses, helper_calls)
 }
 
-/// The branch tests the statement at `line` (1-based) runs under, up to its function: each
-/// enclosing single-line `if X:`/`elif X:` arm (X holds; the tests of the arms before an
-/// `elif` fail) and `else:` arm (every test of its chain fails). Read from indentation; other
-/// blocks (`for`, `with`, `try`, a test written over several lines) add nothing.
-fn branch_tests(lines: &[&str], line: u32, path: &str) -> Vec<BranchTest> {
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let code = |l: &str| {
-        let t = l.trim();
-        !t.is_empty() && !t.starts_with('#')
+/// For each of `wanted` (1-based lines, ascending), the branch tests a statement there runs
+/// under: each enclosing single-line `if X:`/`elif X:` arm (X holds; the tests of the arms
+/// before an `elif` fail) and `else:` arm (every test of its chain fails), and each `if X:`
+/// before it in a block it is in whose body leaves at its own level (`return`, `raise`) and
+/// that has no other arm (X fails); out to the module, as a nested definition runs only where
+/// its `def` ran. One pass over the lines, by indentation; other blocks (`for`, `with`,
+/// `try`) and tests written over several lines add nothing.
+fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<BranchTest>> {
+    /// An open block: its header's indentation, the tests its body runs under because of
+    /// its header, and those of the early exits met so far among its body's statements.
+    struct Frame {
+        indent: usize,
+        adds: Vec<BranchTest>,
+        exits: Vec<BranchTest>,
+        /// The indentation of its body (its first line), and whether the last statement at
+        /// that level leaves.
+        body: Option<usize>,
+        leaves: bool,
+        /// For an `if` arm: its test (as failing), offered as an early exit when the arm
+        /// closes with no other arm after it.
+        exit_test: Option<BranchTest>,
+    }
+    let indent = |l: &str| l.bytes().take_while(|b| matches!(b, b' ' | b'\t')).count();
+    let test_of = |head: &str, keyword: &str| {
+        head.strip_prefix(keyword)
+            .and_then(|rest| rest.strip_suffix(':'))
+            .map(branch_test_text)
     };
-    let Some(first) = lines.get(line as usize - 1) else {
-        return Vec::new();
+    let leaves = |t: &str| {
+        ["return", "raise"]
+            .iter()
+            .any(|k| t == *k || t.strip_prefix(k).is_some_and(|r| r.starts_with(' ')))
     };
-    let mut bound = indent(first);
-    let mut out = Vec::new();
-    let mut i = line as usize - 1;
-    while i > 0 && bound > 0 {
-        i -= 1;
-        let l = lines[i];
-        if !code(l) || indent(l) >= bound {
-            continue;
-        }
-        bound = indent(l);
-        let head = l.trim();
-        if head.starts_with("def ") || head.starts_with("async def ") || head.starts_with("class ")
-        {
+    let is_header = |t: &str| {
+        t.ends_with(':')
+            && [
+                "def ", "async ", "class ", "for ", "while ", "with ", "try:", "except",
+                "finally:", "match ", "case ",
+            ]
+            .iter()
+            .any(|k| t.starts_with(k))
+    };
+    let path: Arc<str> = Arc::from(path);
+    let test = |line: usize, test: String, holds: bool| BranchTest {
+        path: path.clone(),
+        line: line as u32 + 1,
+        test: Arc::from(test),
+        holds,
+    };
+    let mut out = FxHashMap::default();
+    let mut next_wanted = wanted.iter().peekable();
+    // The module is the bottom frame; `closed`: the `if` arm that closed last at the level of
+    // the line being read, its exit test and whether its body left; `chain`: the tests of the
+    // `if`/`elif` headers of the chain open at that level (complete: it began with an `if`).
+    let mut stack: Vec<Frame> = vec![Frame {
+        indent: 0,
+        adds: Vec::new(),
+        exits: Vec::new(),
+        body: Some(0),
+        leaves: false,
+        exit_test: None,
+    }];
+    let mut chains: FxHashMap<usize, Vec<BranchTest>> = FxHashMap::default();
+    for (i, (_, l)) in lines_of(text).enumerate() {
+        if next_wanted.peek().is_none() {
             break;
         }
-        let test_of = |head: &str, keyword: &str| {
-            head.strip_prefix(keyword)
-                .and_then(|rest| rest.strip_suffix(':'))
-                .map(branch_test_text)
-        };
-        let (arm, chain) = if let Some(test) = test_of(head, "if ") {
-            (Some(test), false)
-        } else if let Some(test) = test_of(head, "elif ") {
-            (Some(test), true)
-        } else if head == "else:" {
-            (None, true)
-        } else {
+        let ind = indent(l);
+        let t = l[ind..].trim_end();
+        if t.is_empty() || t.starts_with('#') {
             continue;
+        }
+        let mut closed: Option<Frame> = None;
+        while stack.len() > 1 && stack.last().is_some_and(|f| f.indent >= ind) {
+            closed = stack.pop();
+            chains.retain(|level, _| *level <= ind);
+        }
+        let arm = test_of(t, "elif ")
+            .map(Some)
+            .or_else(|| (t == "else:").then_some(None));
+        // An `if` arm that closed with no other arm after it, its body leaving: the rest of
+        // the block runs only where its test fails.
+        if let Some(frame) = closed
+            && arm.is_none()
+            && frame.leaves
+            && let Some(exit) = frame.exit_test
+        {
+            stack.last_mut().expect("the module").exits.push(exit);
+        }
+        {
+            let top = stack.last_mut().expect("the module");
+            match top.body {
+                None => {
+                    top.body = Some(ind);
+                    top.leaves = leaves(t);
+                }
+                Some(body) if body == ind => top.leaves = leaves(t),
+                _ => {}
+            }
+        }
+        while next_wanted.peek().is_some_and(|&&w| w as usize <= i + 1) {
+            let w = *next_wanted.next().expect("peeked");
+            // Most calls run under no test: nothing is kept for them.
+            let under_any = stack
+                .iter()
+                .any(|f| !f.adds.is_empty() || !f.exits.is_empty());
+            if w as usize == i + 1 && under_any {
+                let mut tests: Vec<BranchTest> = stack
+                    .iter()
+                    .flat_map(|f| f.adds.iter().chain(&f.exits))
+                    .cloned()
+                    .collect();
+                tests.sort();
+                tests.dedup();
+                out.insert(w, tests);
+            }
+        }
+        let frame = |adds: Vec<BranchTest>, exit_test: Option<BranchTest>| Frame {
+            indent: ind,
+            adds,
+            exits: Vec::new(),
+            body: None,
+            leaves: false,
+            exit_test,
         };
-        let mut tests: Vec<BranchTest> = Vec::new();
-        if let Some(test) = arm {
-            tests.push(BranchTest {
-                path: path.to_string(),
-                line: i as u32 + 1,
-                test,
-                holds: true,
-            });
-        }
-        if chain {
-            // The arms before it, at the same indentation, back to their `if`.
-            let mut complete = false;
-            let mut j = i;
-            while j > 0 {
-                j -= 1;
-                let l = lines[j];
-                if !code(l) || indent(l) > bound {
-                    continue;
-                }
-                if indent(l) < bound {
-                    break;
-                }
-                let head = l.trim();
-                let (test, last) = match (test_of(head, "elif "), test_of(head, "if ")) {
-                    (Some(test), _) => (test, false),
-                    (None, Some(test)) => (test, true),
-                    // A loop's or a `try`'s `else`, or a test over several lines.
-                    _ => break,
-                };
-                tests.push(BranchTest {
-                    path: path.to_string(),
-                    line: j as u32 + 1,
-                    test,
-                    holds: false,
-                });
-                if last {
-                    complete = true;
-                    break;
-                }
+        if let Some(x) = test_of(t, "if ") {
+            chains.insert(ind, vec![test(i, x.clone(), false)]);
+            stack.push(frame(
+                vec![test(i, x.clone(), true)],
+                Some(test(i, x, false)),
+            ));
+        } else if let Some(arm) = arm {
+            // The arms before it fail; known only for a chain that began with an `if`.
+            let before = chains.remove(&ind).unwrap_or_default();
+            let mut adds = before.clone();
+            if let Some(x) = &arm {
+                adds.push(test(i, x.clone(), true));
+                let mut chain = before;
+                chain.push(test(i, x.clone(), false));
+                chains.insert(ind, chain);
             }
-            if !complete {
-                // Only this arm's own test is known to decide.
-                tests.retain(|t| t.holds);
+            stack.push(frame(adds, None));
+        } else {
+            chains.remove(&ind);
+            if is_header(t) {
+                stack.push(frame(Vec::new(), None));
             }
         }
-        out.extend(tests);
     }
-    out.sort();
     out
 }
 
@@ -1506,9 +1578,9 @@ class MmaMXF4Op(MmaSM120BlockScaledOp):
     }
 
     /// The branch tests a line runs under, read from indentation: `if`/`elif` arms (the arms
-    /// before an `elif` fail), `else` arms (every test of the chain fails), up to the
-    /// function; loops' `else`, tests over several lines and tests outside the function add
-    /// nothing.
+    /// before an `elif` fail), `else` arms (every test of the chain fails), `if X: return`
+    /// before it (X fails), out to the module (a definition runs only where its `def` ran);
+    /// loops' `else` and tests over several lines add nothing.
     #[test]
     fn branch_tests_are_read_from_the_arms_around_a_line() {
         let text = "\
@@ -1532,21 +1604,44 @@ if module_level:
         ):
             f()
         g()
+
+    def dispatch(self):
+        if self.arch // 10 == 12:
+            return sm120()
+        if small:
+            x = 1
+        if self.arch == 90:
+            if deep:
+                return None
+        if self.arch == 80:
+            raise ValueError()
+        else:
+            pass
+        h()
+        if self.arch == 100:
+            for y in z:
+                k()
+            return None
+        m()
 ";
         let lines: Vec<&str> = text.lines().collect();
         let at = |needle: &str| {
             let line = lines.iter().position(|l| l.trim() == needle).unwrap() as u32 + 1;
-            branch_tests(&lines, line, "k.py")
+            let tests: Vec<String> = branch_tests(text, &[line], "k.py")
+                .remove(&line)
+                .unwrap_or_default()
                 .into_iter()
                 .map(|b| {
-                    format!(
-                        "{}:{} {}",
-                        b.line,
-                        b.test,
-                        if b.holds { "holds" } else { "fails" }
-                    )
+                    let how = if b.holds { "holds" } else { "fails" };
+                    format!("{}:{} {how}", b.line, b.test)
                 })
-                .collect::<Vec<_>>()
+                .collect();
+            // Everything below is defined under `if module_level:`.
+            assert_eq!(
+                tests.first().map(String::as_str),
+                Some("1:module_level holds")
+            );
+            tests[1..].to_vec()
         };
         assert_eq!(at("a()"), ["3:self.arch // 10 in [8, 12] holds"]);
         assert_eq!(
@@ -1568,6 +1663,23 @@ if module_level:
         assert!(at("e()").is_empty(), "a loop's else");
         assert!(at("f()").is_empty(), "a test over several lines");
         assert!(at("g()").is_empty());
+        // After `if X: return ...`: X fails. Not after a body that may fall through, nor
+        // after one with another arm.
+        assert_eq!(at("h()"), ["23:self.arch // 10 == 12 fails"]);
+        assert_eq!(
+            at("m()"),
+            [
+                "23:self.arch // 10 == 12 fails",
+                "35:self.arch == 100 fails"
+            ]
+        );
+        assert_eq!(
+            at("k()"),
+            [
+                "23:self.arch // 10 == 12 fails",
+                "35:self.arch == 100 holds"
+            ]
+        );
         assert_eq!(branch_test_text(" cutlass.const_expr((x >= 9)) "), "x >= 9");
         assert_eq!(branch_test_text("(a) and (b)"), "(a) and (b)");
         assert_eq!(branch_test_text("f(x)"), "f(x)");
