@@ -966,8 +966,8 @@ fn calls(
 /// For each of `wanted` (1-based lines, ascending), the branch tests a statement there runs
 /// under: each enclosing single-line `if X:`/`elif X:` arm (X holds; the tests of the arms
 /// before an `elif` fail) and `else:` arm (every test of its chain fails), and each `if X:`
-/// before it in a block it is in whose body leaves at its own level (`return`, `raise`) and
-/// that has no other arm (X fails); out to the module, as a nested definition runs only where
+/// before it in a block it is in whose body returns at its own level and that has no other
+/// arm (X fails); out to the module, as a nested definition runs only where
 /// its `def` ran. One pass over the lines, by indentation; other blocks (`for`, `with`,
 /// `try`) and tests written over several lines add nothing.
 fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<BranchTest>> {
@@ -991,19 +991,22 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
             .and_then(|rest| rest.strip_suffix(':'))
             .map(branch_test_text)
     };
-    let leaves = |t: &str| {
-        ["return", "raise"]
-            .iter()
-            .any(|k| t == *k || t.strip_prefix(k).is_some_and(|r| r.starts_with(' ')))
-    };
-    let is_header = |t: &str| {
-        t.ends_with(':')
-            && [
-                "def ", "async ", "class ", "for ", "while ", "with ", "try:", "except",
-                "finally:", "match ", "case ",
-            ]
-            .iter()
-            .any(|k| t.starts_with(k))
+    // Only a `return` leaves for another path: after `if X: raise`, the target where X holds
+    // builds no kernel at all, which leaving the ops after it out would hide.
+    let leaves = |t: &str| t == "return" || t.starts_with("return ");
+    // The compound statement a line opens, by its first word, whether or not its header ends
+    // on that line (`def f(\n    x,\n):` opens its body all the same).
+    let keyword = |t: &str| -> Option<&'static str> {
+        let word = t
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        [
+            "if", "elif", "else", "for", "while", "with", "try", "except", "finally", "def",
+            "async", "class", "match", "case",
+        ]
+        .into_iter()
+        .find(|k| *k == word)
     };
     let path: Arc<str> = Arc::from(path);
     let test = |line: usize, test: String, holds: bool| BranchTest {
@@ -1035,8 +1038,11 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
+        // The closing line of a header or an expression over several lines (`) -> Tensor:`
+        // at the `def`'s own indentation) continues the statement above: it closes nothing.
+        let continues = t.starts_with([')', ']', '}']);
         let mut closed: Option<Frame> = None;
-        while stack.len() > 1 && stack.last().is_some_and(|f| f.indent >= ind) {
+        while !continues && stack.len() > 1 && stack.last().is_some_and(|f| f.indent >= ind) {
             closed = stack.pop();
             chains.retain(|level, _| *level <= ind);
         }
@@ -1045,14 +1051,18 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
             .or_else(|| (t == "else:").then_some(None));
         // An `if` arm that closed with no other arm after it, its body leaving: the rest of
         // the block runs only where its test fails.
+        // Only into the block whose body the `if` stands in: where lines of a string at the
+        // margin closed its function, the exit must not reach the module.
         if let Some(frame) = closed
             && arm.is_none()
             && frame.leaves
             && let Some(exit) = frame.exit_test
+            && let Some(top) = stack.last_mut()
+            && top.body == Some(frame.indent)
         {
-            stack.last_mut().expect("the module").exits.push(exit);
+            top.exits.push(exit);
         }
-        {
+        if !continues {
             let top = stack.last_mut().expect("the module");
             match top.body {
                 None => {
@@ -1080,6 +1090,9 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
                 out.insert(w, tests);
             }
         }
+        if continues {
+            continue;
+        }
         let frame = |adds: Vec<BranchTest>, exit_test: Option<BranchTest>| Frame {
             indent: ind,
             adds,
@@ -1095,7 +1108,7 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
                 Some(test(i, x, false)),
             ));
         } else if let Some(arm) = arm {
-            // The arms before it fail; known only for a chain that began with an `if`.
+            // The arms before it fail (those of the chain that were read).
             let before = chains.remove(&ind).unwrap_or_default();
             let mut adds = before.clone();
             if let Some(x) = &arm {
@@ -1106,9 +1119,23 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
             }
             stack.push(frame(adds, None));
         } else {
-            chains.remove(&ind);
-            if is_header(t) {
-                stack.push(frame(Vec::new(), None));
+            match keyword(t) {
+                // A test over several lines: its body is a block, under a test not read.
+                Some("if") => {
+                    chains.insert(ind, Vec::new());
+                    stack.push(frame(Vec::new(), None));
+                }
+                Some("elif") => {
+                    let before = chains.get(&ind).cloned().unwrap_or_default();
+                    stack.push(frame(before, None));
+                }
+                Some(_) => {
+                    chains.remove(&ind);
+                    stack.push(frame(Vec::new(), None));
+                }
+                None => {
+                    chains.remove(&ind);
+                }
             }
         }
     }
@@ -1623,6 +1650,32 @@ if module_level:
                 k()
             return None
         m()
+
+
+def multi(
+    a,
+) -> int:
+    if a == 1:
+        return 0
+    n()
+
+
+def after():
+    \"\"\"A docstring
+with a line at the margin.\"\"\"
+    if a == 2:
+        return 0
+    p()
+
+
+def last():
+    q()
+
+
+def raising():
+    if a == 3:
+        raise ValueError()
+    r()
 ";
         let lines: Vec<&str> = text.lines().collect();
         let at = |needle: &str| {
@@ -1673,6 +1726,22 @@ if module_level:
                 "35:self.arch == 100 fails"
             ]
         );
+        // A header over several lines keeps its body; an exit whose function a line at the
+        // margin seemed to close does not reach the module.
+        let top = |needle: &str| {
+            let line = lines.iter().position(|l| l.trim() == needle).unwrap() as u32 + 1;
+            branch_tests(text, &[line], "k.py")
+                .remove(&line)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|b| format!("{}:{} {}", b.line, b.test, b.holds))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(top("n()"), ["45:a == 1 false"]);
+        assert!(top("q()").is_empty(), "{:?}", top("q()"));
+        // After `if X: raise`, where X holds no kernel is built at all: not a branch to leave
+        // ops out by.
+        assert!(top("r()").is_empty(), "{:?}", top("r()"));
         assert_eq!(
             at("k()"),
             [
