@@ -1062,25 +1062,36 @@ impl Reader<'_> {
                 out,
             );
         }
+        self.push_check_exit(place, statement, out);
+    }
+
+    /// A statement standing in a function's own body that raises unless the flag holds (not
+    /// one nested under another condition: `if backend == "x": if not flag: raise` does not
+    /// make the function a check): the function is a check, and the code after each of its
+    /// calls runs only where the flag holds (`FlagKey::Exit`).
+    fn push_check_exit(&self, place: &Place, statement: Node, out: &mut Vec<Hop>) {
+        let src = &place.parsed.src;
         let in_body = statement
             .parent()
             .filter(|block| block.kind() == "block")
             .and_then(|block| block.parent())
             .is_some_and(|f| f.kind() == "function_definition");
-        if in_body && let Some((name, _)) = enclosing_function(statement) {
-            out.push(Hop::Flag {
-                key: FlagKey::Exit {
-                    name: text(name, src).to_string(),
-                    path: place.path.to_string(),
-                },
-                what: format!(
-                    "{}:{line} {}() raises unless it holds",
-                    place.path,
-                    text(name, src)
-                ),
-                guards: self.enclosing_guards(place, statement),
-            });
-        }
+        let Some((name, _)) = enclosing_function(statement).filter(|_| in_body) else {
+            return;
+        };
+        out.push(Hop::Flag {
+            key: FlagKey::Exit {
+                name: text(name, src).to_string(),
+                path: place.path.to_string(),
+            },
+            what: format!(
+                "{}:{} {}() raises unless it holds",
+                place.path,
+                statement.start_position().row + 1,
+                text(name, src)
+            ),
+            guards: self.enclosing_guards(place, statement),
+        });
     }
 
     /// The branch an `if`/`elif`/`while` condition guards, by the polarity of the flag in it.
@@ -1175,31 +1186,9 @@ impl Reader<'_> {
             }
         }
         // `if not self.supported: raise ...` in a check its callers call first: the code
-        // after each call runs only where the flag holds, as after a gate's own raise. Only
-        // a test standing in the function's own body: one nested under another condition
-        // (`if backend == "x": if not flag: raise`) does not make the function a check.
-        let in_body = statement.kind() == "if_statement"
-            && statement
-                .parent()
-                .filter(|block| block.kind() == "block")
-                .and_then(|block| block.parent())
-                .is_some_and(|f| f.kind() == "function_definition");
-        if in_body
-            && ends_with_raise(consequence)
-            && let Some((name, _)) = enclosing_function(statement)
-        {
-            out.push(Hop::Flag {
-                key: FlagKey::Exit {
-                    name: text(name, src).to_string(),
-                    path: place.path.to_string(),
-                },
-                what: format!(
-                    "{}:{line} {}() raises unless it holds",
-                    place.path,
-                    text(name, src)
-                ),
-                guards: self.enclosing_guards(place, statement),
-            });
+        // after each call runs only where the flag holds, as after a gate's own raise.
+        if statement.kind() == "if_statement" && ends_with_raise(consequence) {
+            self.push_check_exit(place, statement, out);
         }
         let mut next = guarded.next_named_sibling();
         while let Some(sibling) = next {
