@@ -876,8 +876,8 @@ fn calls(
     let groups = Groups::new(text);
     let mut uses = Vec::new();
     let mut helper_calls = Vec::new();
-    // The lines the calls are on: their branch tests are read in one pass at the end.
-    // Lines are counted forward from the last hit, not from the start of the file.
+    // Lines are counted forward from the last hit, not from the start of the file. The
+    // calls' branch tests are read in one pass over the lines at the end.
     let (mut counted_to, mut line) = (0usize, 1u32);
     for at in memchr::memchr_iter(b'(', bytes) {
         let mut start = at;
@@ -1017,9 +1017,8 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
     };
     let mut out = FxHashMap::default();
     let mut next_wanted = wanted.iter().peekable();
-    // The module is the bottom frame; `closed`: the `if` arm that closed last at the level of
-    // the line being read, its exit test and whether its body left; `chain`: the tests of the
-    // `if`/`elif` headers of the chain open at that level (complete: it began with an `if`).
+    // The module is the bottom frame; `chains`: by indentation, the tests of the `if`/`elif`
+    // headers of the chain open at that level (as failing), for the arms after them.
     let mut stack: Vec<Frame> = vec![Frame {
         indent: 0,
         adds: Vec::new(),
@@ -1049,10 +1048,10 @@ fn branch_tests(text: &str, wanted: &[u32], path: &str) -> FxHashMap<u32, Vec<Br
         let arm = test_of(t, "elif ")
             .map(Some)
             .or_else(|| (t == "else:").then_some(None));
-        // An `if` arm that closed with no other arm after it, its body leaving: the rest of
-        // the block runs only where its test fails.
-        // Only into the block whose body the `if` stands in: where lines of a string at the
-        // margin closed its function, the exit must not reach the module.
+        // An `if` arm that closed with no other arm after it, its body returning: the rest of
+        // the block runs only where its test fails. Only into the block whose body the `if`
+        // stands in: where lines of a string at the margin closed its function, the exit must
+        // not reach the module.
         if let Some(frame) = closed
             && arm.is_none()
             && frame.leaves
